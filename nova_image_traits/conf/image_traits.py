@@ -1,0 +1,143 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+from oslo_config import cfg
+
+STRATEGIES = ('reject', 'root_traits', 'tree_traits', 'in_tree_candidates',
+              'allocation_traits')
+
+GROUP = cfg.OptGroup(
+    'image_traits',
+    title='Image traits on rebuild',
+    help="""
+Options of nova-image-traits, which decides whether a server rebuilt with a
+new image may stay on its current host when the new image requires traits
+(image properties ``trait:<NAME>=required``).
+
+Nova does not ask placement for allocation candidates on rebuild, so the
+scheduler cannot check the new image's traits the way it does at boot. The
+strategy chosen here makes that decision instead, in the
+``ImageTraitsFilter`` scheduler filter and, when the conductor runs with
+the rebuild hook (``nova-image-traits-conductor``), in place of nova's
+built-in check.
+""")
+
+_STRATEGY_CHOICES = [
+    ('reject', 'Refuse a rebuild whose new image requires a trait that '
+               'neither the current image nor the flavor required. Makes '
+               'no placement request.'),
+    ('root_traits', 'Compare with the traits of the compute node root '
+                    'provider. One placement request.'),
+    ('tree_traits', 'Compare with the union of the traits of every '
+                    'provider in the compute node tree. One request, plus '
+                    'one per trait the root lacks.'),
+    ('in_tree_candidates', 'Ask GET /allocation_candidates restricted to '
+                           'the compute node tree, which judges traits '
+                           'exactly as a new boot on this host would. '
+                           'Needs placement microversion 1.31. One request, '
+                           'two when the first finds nothing.'),
+    ('allocation_traits', "Nova's own rule: the union of the traits of "
+                          "the providers that hold the server's "
+                          "allocations, read fresh. One request plus one "
+                          "per allocated provider still needed."),
+]
+
+ALL_OPTS = [
+    cfg.StrOpt(
+        'strategy',
+        default='in_tree_candidates',
+        choices=_STRATEGY_CHOICES,
+        help="""
+How to decide whether the current host satisfies the traits that the new
+image requires on rebuild.
+
+The default, ``in_tree_candidates``, asks placement the same question it
+answers when a server boots, restricted to the server's current compute node
+tree, so a rebuild is accepted exactly when a new boot of the same flavor and
+image could land on this host. When placement cannot tell (the host is full,
+or placement is older than microversion 1.31), ``fallback_strategy``
+decides.
+
+Strategies are loaded with stevedore from the entry point namespace
+``nova_image_traits.strategies``.
+"""),
+    cfg.StrOpt(
+        'fallback_strategy',
+        default='root_traits',
+        choices=_STRATEGY_CHOICES,
+        help="""
+The strategy that decides when ``strategy`` is inconclusive. Only
+``in_tree_candidates`` can be inconclusive: when the host has no free
+capacity for the flavor (placement then returns no candidate with or without
+the traits, so "full" and "traits missing" look the same), and when
+placement is older than microversion 1.31.
+
+The default, ``root_traits``, agrees with ``in_tree_candidates`` whenever
+the flavor's unsuffixed resources come from the compute node itself, which is
+where nova puts image traits at boot, and costs one request. If the fallback
+is inconclusive too, the rebuild is refused.
+"""),
+    cfg.StrOpt(
+        'on_placement_error',
+        default='reject',
+        choices=[
+            ('reject', 'Fail closed: refuse the rebuild, the server keeps '
+                       'its current image.'),
+            ('accept', 'Fail open: let the rebuild go ahead unchecked.'),
+        ],
+        help="""
+What to do when placement cannot answer: it is unreachable, times out,
+answers with an error or a malformed body, does not know the compute node, or
+does not support a microversion the strategy needs. The decision log line and
+the user-facing reason name the cause either way.
+"""),
+    cfg.FloatOpt(
+        'decision_timeout',
+        default=20.0,
+        min=0.1,
+        help="""
+Upper bound, in seconds, on the time one decision may spend waiting for
+placement, retries included. Each request's timeout is the smaller of the
+time left and ``[placement] timeout``. When it runs out, the decision is a
+placement error and ``on_placement_error`` applies. Keep it well below
+``[DEFAULT] rpc_response_timeout``.
+"""),
+    cfg.IntOpt(
+        'max_image_traits',
+        default=64,
+        min=1,
+        help="""
+The largest number of required traits an image may carry. A rebuild to an
+image that requires more is refused with a clear reason and no placement
+request. This bounds the size of placement queries built from image
+properties, which any user who can upload an image controls.
+"""),
+    cfg.IntOpt(
+        'max_url_length',
+        default=8000,
+        min=512,
+        help="""
+The longest placement URL, query string included, that is ever sent. Web
+servers in front of placement commonly refuse request lines over 8 KiB
+(Apache's ``LimitRequestLine`` is 8190). A decision whose query would be
+longer is refused before anything is sent.
+"""),
+]
+
+
+def register_opts(conf):
+    conf.register_group(GROUP)
+    conf.register_opts(ALL_OPTS, group=GROUP)
+
+
+def list_opts():
+    return {GROUP: ALL_OPTS}

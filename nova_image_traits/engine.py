@@ -1,0 +1,191 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""The decision engine: one rebuild, one strategy, one logged decision.
+
+:func:`decide` never raises for bad input or a placement fault: it returns
+a :class:`~nova_image_traits.decision.Decision` whose ``allowed`` says
+what to do and whose reason says why. It imports nothing from nova.
+"""
+
+import time
+
+from oslo_config import cfg
+from oslo_log import log as logging
+
+from nova_image_traits import conf as nit_conf
+from nova_image_traits import decision as nit_decision
+from nova_image_traits import exception
+from nova_image_traits import placement
+from nova_image_traits import strategies
+from nova_image_traits.strategies import base
+from nova_image_traits import traits as nit_traits
+
+LOG = logging.getLogger(__name__)
+
+_REGISTERED = set()
+
+
+def _ensure_registered(conf):
+    if id(conf) not in _REGISTERED:
+        nit_conf.register_opts(conf)
+        _REGISTERED.add(id(conf))
+
+
+def decide(request, conf=None, client=None, logger=None):
+    """Decide whether ``request`` may rebuild on its current host.
+
+    :param request: a :class:`~nova_image_traits.request.RebuildRequest`
+    :param conf: the ConfigOpts to read ``[image_traits]`` and
+        ``[placement]`` from; the global ``oslo_config.cfg.CONF`` (nova's
+        inside nova) by default
+    :param client: a :class:`~nova_image_traits.placement.PlacementClient`;
+        by default the process-wide one built from ``conf``, created only
+        when a strategy needs placement
+    :param logger: where the INFO decision line goes
+    :returns: a :class:`~nova_image_traits.decision.Decision`, logged
+    """
+    conf = cfg.CONF if conf is None else conf
+    _ensure_registered(conf)
+    opts = conf.image_traits
+    started = time.monotonic()
+    result = nit_decision.Decision(
+        outcome=nit_decision.ACCEPT, allowed=True, strategy=opts.strategy,
+        instance_uuid=request.instance_uuid,
+        compute_node_uuid=request.compute_node_uuid, host=request.host)
+    session = None
+    try:
+        session = _decide(request, conf, opts, client, result)
+    finally:
+        if session is not None:
+            result.requests = session.requests
+        result.elapsed = time.monotonic() - started
+        result.log(logger)
+    return result
+
+
+def _refuse(result, outcome, cause, message, detail=''):
+    result.outcome = outcome
+    result.allowed = False
+    result.cause = cause
+    result.message = message
+    result.detail = detail
+
+
+def _decide(request, conf, opts, client, result):
+    wanted = nit_traits.image_traits(request.image_properties)
+    result.required = wanted.required
+    if wanted.ignored:
+        LOG.debug('Ignoring image properties %s: only the value "required" '
+                  'is read, as in nova.',
+                  ', '.join(nit_traits.quote(k) for k in wanted.ignored))
+    if wanted.invalid:
+        prop, why = wanted.invalid[0]
+        err = exception.InvalidImageTrait(property=nit_traits.quote(prop)[
+            1:-1], why=why)
+        _refuse(result, nit_decision.REJECT, 'invalid-image-trait',
+                '%s Fix or remove the image property, then rebuild again.'
+                % err.message,
+                detail='%d invalid trait properties' % len(wanted.invalid))
+        return None
+    if not wanted.required:
+        result.detail = 'the new image requires no traits'
+        return None
+    if len(wanted.required) > opts.max_image_traits:
+        err = exception.TooManyImageTraits(count=len(wanted.required),
+                                           limit=opts.max_image_traits)
+        _refuse(result, nit_decision.REJECT, 'too-many-traits', err.message)
+        return None
+    forbidden = wanted.required & request.flavor.forbidden_traits
+    if forbidden:
+        result.missing = frozenset(forbidden)
+        _refuse(result, nit_decision.REJECT, 'forbidden-by-flavor',
+                "The new image requires traits that the server's flavor "
+                "forbids: %s. Either specify a different image during "
+                "rebuild or create a new server with the specified image "
+                "and a compatible flavor." % ', '.join(sorted(forbidden)))
+        return None
+
+    session = None
+    try:
+        if client is None:
+            client = placement.get_client(conf)
+        session = client.start(opts.decision_timeout, opts.max_url_length)
+        ctx = base.Context(request, wanted.required, session)
+        verdict, name = _run(opts.strategy, 'strategy', ctx), None
+        if (verdict.outcome == nit_decision.INCONCLUSIVE and
+                opts.fallback_strategy != opts.strategy):
+            LOG.debug('Strategy %(s)s is inconclusive (%(d)s); falling back '
+                      'to %(f)s', {'s': opts.strategy, 'd': verdict.detail,
+                                   'f': opts.fallback_strategy})
+            first = verdict
+            name = opts.fallback_strategy
+            verdict = _run(name, 'fallback_strategy', ctx)
+            verdict = nit_decision.Verdict(
+                verdict.outcome, verdict.missing,
+                _merge(first.providers, verdict.providers),
+                '%s; %s: %s' % (first.detail, name, verdict.detail or
+                                verdict.outcome))
+    except exception.RequestTooLarge as e:
+        _refuse(result, nit_decision.REJECT, 'query-too-long',
+                '%s The new image requires too many or too long traits to '
+                'ask placement about.' % e.message)
+        return session
+    except exception.StrategyNotFound as e:
+        _refuse(result, nit_decision.ERROR, 'misconfigured',
+                'The rebuild was refused because the image traits strategy '
+                'is misconfigured; please contact your cloud operator.',
+                detail=e.message)
+        return session
+    except exception.PlacementError as e:
+        accept = conf.image_traits.on_placement_error == 'accept'
+        result.outcome = nit_decision.ERROR
+        result.allowed = accept
+        result.cause = e.cause
+        result.detail = e.message
+        result.message = (
+            'The rebuild was refused because placement could not be asked '
+            'whether this server\'s host provides the traits the new image '
+            'requires (%s). The server keeps its current image; try again '
+            'later.' % e.cause)
+        return session
+
+    result.fallback = name
+    result.outcome = verdict.outcome
+    result.missing = verdict.missing
+    result.providers = verdict.providers
+    result.detail = verdict.detail
+    strategy = strategies.load(name or opts.strategy)
+    if verdict.outcome == nit_decision.ACCEPT:
+        result.allowed = True
+    elif verdict.outcome == nit_decision.REJECT:
+        _refuse(result, verdict.outcome, 'traits-missing',
+                nit_decision.missing_message(
+                    verdict.missing, result.decided_by, strategy.rule),
+                detail=verdict.detail)
+    else:
+        _refuse(result, verdict.outcome, 'inconclusive',
+                'The rebuild was refused because it could not be decided '
+                'whether this server\'s host provides the traits the new '
+                'image requires (%s) (image traits strategy %s). Rebuild '
+                'with an image that does not require them, or create a new '
+                'server with this image.' % (
+                    ', '.join(sorted(wanted.required)), result.decided_by),
+                detail=verdict.detail)
+    return session
+
+
+def _run(name, option, ctx):
+    return strategies.load(name, option).evaluate(ctx)
+
+
+def _merge(first, second):
+    return tuple(first) + tuple(p for p in second if p not in first)

@@ -1,0 +1,108 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""Exceptions raised by nova-image-traits.
+
+Every exception derives from :class:`NovaImageTraitsException`, which
+builds its message from the class attribute ``msg_fmt`` and the keyword
+arguments given to the constructor, the way placement's and nova's do.
+"""
+
+from oslo_log import log as logging
+
+LOG = logging.getLogger(__name__)
+
+
+class NovaImageTraitsException(Exception):
+    """Base exception; subclasses set ``msg_fmt``."""
+
+    msg_fmt = 'An unknown exception occurred.'
+
+    def __init__(self, message=None, **kwargs):
+        self.kwargs = kwargs
+        if not message:
+            try:
+                message = self.msg_fmt % kwargs
+            except (KeyError, TypeError):
+                # NOTE: a bad format string is a programming error, but it
+                # must never hide the original problem from the operator.
+                LOG.exception('Exception in string format operation: %s',
+                              kwargs)
+                message = self.msg_fmt
+        self.message = message
+        super().__init__(message)
+
+
+class InvalidImageTrait(NovaImageTraitsException):
+    msg_fmt = ('Image property %(property)r does not name a valid trait: '
+               '%(why)s')
+
+
+class TooManyImageTraits(NovaImageTraitsException):
+    msg_fmt = ('The image requires %(count)d traits; at most %(limit)d are '
+               'accepted ([image_traits] max_image_traits).')
+
+
+class StrategyNotFound(NovaImageTraitsException):
+    msg_fmt = ('Could not load rebuild strategy %(name)r from namespace '
+               '%(namespace)s: %(why)s. Check [image_traits] %(option)s.')
+
+
+class PlacementError(NovaImageTraitsException):
+    """Placement could not give an answer we can rely on."""
+
+    msg_fmt = 'Placement request failed: %(why)s'
+    #: A short machine-readable cause, used in the decision log line.
+    cause = 'placement-error'
+
+
+class PlacementUnreachable(PlacementError):
+    msg_fmt = 'Placement is unreachable at %(url)s: %(why)s'
+    cause = 'unreachable'
+
+
+class PlacementTimeout(PlacementError):
+    msg_fmt = 'Placement did not answer %(url)s in time: %(why)s'
+    cause = 'timeout'
+
+
+class PlacementBadResponse(PlacementError):
+    msg_fmt = ('Placement answered %(method)s %(url)s with HTTP %(status)s: '
+               '%(why)s')
+    cause = 'http-error'
+
+
+class PlacementMalformedResponse(PlacementError):
+    msg_fmt = ('Placement answered %(method)s %(url)s with a body that is not '
+               'what the API promises: %(why)s')
+    cause = 'malformed-response'
+
+
+class PlacementProviderNotFound(PlacementError):
+    msg_fmt = 'Resource provider %(uuid)s was not found in placement.'
+    cause = 'provider-not-found'
+
+
+class PlacementTooOld(PlacementError):
+    msg_fmt = ('Placement supports microversions up to %(have)s; '
+               '%(need)s or later is needed for %(what)s.')
+    cause = 'microversion-too-old'
+
+
+class DecisionDeadlineExceeded(PlacementError):
+    msg_fmt = ('The decision took longer than %(limit).1f seconds '
+               '([image_traits] decision_timeout).')
+    cause = 'deadline'
+
+
+class RequestTooLarge(NovaImageTraitsException):
+    msg_fmt = ('The placement query would be %(length)d bytes long, over the '
+               'limit of %(limit)d bytes.')

@@ -1,0 +1,244 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""Read-only access to placement, the way nova's report client reaches it.
+
+The client is an openstacksdk placement proxy (a keystoneauth adapter) built
+from the keystoneauth session, auth and adapter options of the
+``[placement]`` group, exactly as ``nova.utils.get_sdk_adapter`` builds
+nova's. Retries and per-request timeouts are keystoneauth's
+(``connect_retries``, ``status_code_retries``, ``timeout``); this module
+adds a deadline per decision and turns every failure into a
+:class:`~nova_image_traits.exception.PlacementError` that names its cause.
+
+Nothing here ever writes to placement.
+"""
+
+import threading
+import time
+import urllib.parse
+
+from keystoneauth1 import exceptions as ks_exc
+from keystoneauth1 import loading as ks_loading
+import openstack
+from oslo_log import log as logging
+
+from nova_image_traits.conf import placement as placement_conf
+from nova_image_traits import exception
+
+LOG = logging.getLogger(__name__)
+
+_CLIENTS = {}
+_CLIENTS_LOCK = threading.Lock()
+
+
+def parse_version(text):
+    """Return a microversion string such as '1.31' as a tuple (1, 31)."""
+    major, _sep, minor = str(text).partition('.')
+    return int(major), int(minor)
+
+
+def format_version(version):
+    return '%d.%d' % tuple(version)
+
+
+def build_adapter(conf):
+    """Build the placement proxy from ``[placement]`` in ``conf``.
+
+    :param conf: a ConfigOpts with the ``[placement]`` options registered
+    """
+    group = placement_conf.GROUP
+    auth = ks_loading.load_auth_from_conf_options(conf, group)
+    session = ks_loading.load_session_from_conf_options(
+        conf, group, auth=auth)
+    conn = openstack.connection.Connection(
+        session=session, oslo_conf=conf,
+        service_types={placement_conf.DEFAULT_SERVICE_TYPE},
+        app_name='nova-image-traits')
+    proxy = conn.placement
+    proxy.additional_headers = {'accept': 'application/json'}
+    return proxy
+
+
+def get_client(conf):
+    """Return this process's client for ``conf``, building it once.
+
+    One client per process means one microversion negotiation per process
+    and one connection pool shared by every decision.
+    """
+    key = id(conf)
+    with _CLIENTS_LOCK:
+        client = _CLIENTS.get(key)
+        if client is None:
+            client = PlacementClient(build_adapter(conf))
+            _CLIENTS[key] = client
+        return client
+
+
+def reset_clients():
+    """Forget cached clients (for tests and configuration reloads)."""
+    with _CLIENTS_LOCK:
+        _CLIENTS.clear()
+
+
+class PlacementClient(object):
+    """A process-wide, thread-safe, read-only placement client.
+
+    :param adapter: a keystoneauth ``Adapter`` (or openstacksdk proxy)
+        whose relative URLs reach placement
+    """
+
+    def __init__(self, adapter):
+        self._adapter = adapter
+        self._lock = threading.Lock()
+        self._max_version = None
+
+    def start(self, timeout, max_url_length):
+        """Begin a decision: a :class:`PlacementSession` with a deadline.
+
+        :param timeout: seconds the whole decision may wait for placement
+        :param max_url_length: the longest URL that may be sent
+        """
+        return PlacementSession(self, timeout, max_url_length)
+
+    def max_version(self, session):
+        """Return the highest microversion placement supports.
+
+        It is negotiated once per process, through ``session`` so that the
+        request is counted in the decision that made it.
+        """
+        with self._lock:
+            if self._max_version is None:
+                body = session.get('/', version=None)
+                try:
+                    versions = body['versions']
+                    top = max(parse_version(v['max_version'])
+                              for v in versions)
+                except (KeyError, TypeError, ValueError) as e:
+                    raise exception.PlacementMalformedResponse(
+                        method='GET', url='/',
+                        why='no max_version in the version document '
+                            '(%s)' % type(e).__name__)
+                LOG.debug('Placement supports microversions up to %s',
+                          format_version(top))
+                self._max_version = top
+            return self._max_version
+
+    def request(self, url, version, timeout):
+        kwargs = {'raise_exc': False, 'timeout': timeout}
+        if version is not None:
+            kwargs['microversion'] = version
+        return self._adapter.get(url, **kwargs)
+
+
+class PlacementSession(object):
+    """Placement requests made for one decision, counted and time-bounded.
+
+    :ivar requests: the number of requests sent so far
+    """
+
+    def __init__(self, client, timeout, max_url_length):
+        self.client = client
+        self.requests = 0
+        self._deadline = time.monotonic() + timeout
+        self._timeout = timeout
+        self._max_url_length = max_url_length
+
+    def max_version(self):
+        return self.client.max_version(self)
+
+    def supports(self, version):
+        """Whether placement supports microversion ``version`` ('1.31')."""
+        return self.max_version() >= parse_version(version)
+
+    def build_url(self, path, params=None):
+        """Return ``path`` with ``params`` URL-encoded, checked for length.
+
+        :param path: the path, every variable part already quoted
+        :param params: a list of (name, value) pairs
+        :raises: RequestTooLarge
+        """
+        url = path
+        if params:
+            url += '?' + urllib.parse.urlencode(params, safe=',:!')
+        if len(url) > self._max_url_length:
+            raise exception.RequestTooLarge(length=len(url),
+                                            limit=self._max_url_length)
+        return url
+
+    def get(self, path, params=None, version='1.0'):
+        """GET ``path`` and return the decoded JSON body.
+
+        :raises: PlacementError subclasses naming the cause
+        """
+        url = self.build_url(path, params)
+        remaining = self._deadline - time.monotonic()
+        if remaining <= 0:
+            raise exception.DecisionDeadlineExceeded(limit=self._timeout)
+        self.requests += 1
+        try:
+            resp = self.client.request(url, version, remaining)
+        except ks_exc.ConnectTimeout as e:
+            raise exception.PlacementTimeout(url=url, why=_why(e))
+        except ks_exc.RequestTimeout as e:
+            raise exception.PlacementTimeout(url=url, why=_why(e))
+        except (ks_exc.ConnectFailure, ks_exc.EndpointNotFound,
+                ks_exc.DiscoveryFailure) as e:
+            raise exception.PlacementUnreachable(url=url, why=_why(e))
+        except ks_exc.ClientException as e:
+            raise exception.PlacementError(why=_why(e))
+        if resp.status_code != 200:
+            raise _http_error(url, resp)
+        try:
+            body = resp.json()
+        except ValueError as e:
+            raise exception.PlacementMalformedResponse(
+                method='GET', url=url, why='invalid JSON (%s)' % e)
+        if not isinstance(body, dict):
+            raise exception.PlacementMalformedResponse(
+                method='GET', url=url, why='the body is not a JSON object')
+        return body
+
+
+def _why(exc):
+    return '%s: %s' % (type(exc).__name__, exc)
+
+
+def _http_error(url, resp):
+    try:
+        errors = resp.json().get('errors') or []
+        why = '; '.join(str(e.get('detail') or e.get('title') or '')
+                        for e in errors) or resp.reason
+    except Exception:
+        why = resp.reason or 'no error document'
+    why = str(why).strip().replace('\n', ' ')[:300]
+    if resp.status_code == 406:
+        err = exception.PlacementBadResponse(
+            method='GET', url=url, status=406,
+            why='microversion not supported: %s' % why)
+        err.cause = 'unsupported-microversion'
+        return err
+    return exception.PlacementBadResponse(
+        method='GET', url=url, status=resp.status_code, why=why)
+
+
+def require(value, kind, url, what):
+    """Check a response field's type, else raise a malformed-body error."""
+    if not isinstance(value, kind):
+        raise exception.PlacementMalformedResponse(
+            method='GET', url=url, why='%s is not a %s' % (
+                what, kind.__name__))
+    return value
+
+
+def quote(value):
+    """Quote one path segment (a UUID we were given, never trusted)."""
+    return urllib.parse.quote(str(value), safe='')

@@ -1,0 +1,46 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""What a rebuild decision is asked about."""
+
+import dataclasses
+import typing as ty
+
+from nova_image_traits import flavor as nit_flavor
+
+
+@dataclasses.dataclass(frozen=True)
+class RebuildRequest:
+    """A rebuild of one server, on its current host, with a new image.
+
+    :ivar instance_uuid: the server, which is also its placement consumer
+    :ivar compute_node_uuid: the resource provider of the compute node the
+        server runs on; nova makes it the root of its provider tree
+    :ivar image_properties: the new image's properties (Glance's flat
+        dict, nova's image dict or ``ImageMeta``)
+    :ivar flavor: the server's :class:`~nova_image_traits.flavor.Flavor`
+    :ivar original_image_properties: the current image's properties, or
+        None when the caller cannot know them (the scheduler filter)
+    :ivar request_groups: the request groups to ask placement for, when
+        the caller knows them better than the flavor does (nova's own
+        ``ResourceRequest``, with port and PCI groups); None to derive
+        them from the flavor
+    """
+    instance_uuid: str
+    compute_node_uuid: str
+    image_properties: ty.Any
+    flavor: nit_flavor.Flavor = dataclasses.field(
+        default_factory=nit_flavor.Flavor)
+    original_image_properties: ty.Any = None
+    is_volume_backed: bool = False
+    request_groups: ty.Optional[ty.Sequence[nit_flavor.RequestGroup]] = None
+    host: ty.Optional[str] = None
+    image_id: ty.Optional[str] = None

@@ -1,0 +1,55 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""Rebuild strategies, loaded as stevedore plugins.
+
+Each strategy is a class registered in the entry point namespace
+:data:`NAMESPACE`. Its docstring states the rule it applies.
+"""
+
+from stevedore import driver
+from stevedore import exception as stevedore_exc
+
+from nova_image_traits import exception
+
+NAMESPACE = 'nova_image_traits.strategies'
+
+_CACHE = {}
+
+
+def load(name, option='strategy'):
+    """Return the strategy plugin ``name``, loaded once per process.
+
+    :param name: an entry point name in :data:`NAMESPACE`
+    :param option: the configuration option that named it, for the error
+    :raises: StrategyNotFound, naming the bad value
+    """
+    strategy = _CACHE.get(name)
+    if strategy is not None:
+        return strategy
+
+    def _failed(manager, entrypoint, exc):
+        raise exception.StrategyNotFound(
+            name=name, namespace=NAMESPACE, option=option,
+            why='%s: %s' % (type(exc).__name__, exc))
+
+    try:
+        mgr = driver.DriverManager(
+            NAMESPACE, name, invoke_on_load=True,
+            on_load_failure_callback=_failed)
+    except (stevedore_exc.NoMatches, stevedore_exc.MultipleMatches,
+            RuntimeError) as e:
+        raise exception.StrategyNotFound(
+            name=name, namespace=NAMESPACE, option=option,
+            why='%s: %s' % (type(e).__name__, e))
+    strategy = mgr.driver
+    _CACHE[name] = strategy
+    return strategy

@@ -1,0 +1,63 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+import abc
+import dataclasses
+import typing as ty
+
+from nova_image_traits import exception
+from nova_image_traits import placement
+
+
+@dataclasses.dataclass(frozen=True)
+class Context:
+    """What a strategy is given.
+
+    :ivar request: the :class:`~nova_image_traits.request.RebuildRequest`
+    :ivar required: the valid traits the new image requires (never empty)
+    :ivar placement: the decision's
+        :class:`~nova_image_traits.placement.PlacementSession`
+    """
+    request: ty.Any
+    required: frozenset
+    placement: ty.Any
+
+
+class Strategy(metaclass=abc.ABCMeta):
+    """A rule deciding whether the current host satisfies image traits.
+
+    Subclasses set :attr:`name` and :attr:`rule` (a few words for users)
+    and implement :meth:`evaluate`. They raise
+    :class:`~nova_image_traits.exception.PlacementError` when placement
+    cannot answer; they never write to placement. Forbidden flavor traits
+    are checked by the engine before any strategy runs.
+    """
+
+    name = None
+    rule = None
+
+    @abc.abstractmethod
+    def evaluate(self, ctx):
+        """Return a :class:`~nova_image_traits.decision.Verdict`."""
+
+    @staticmethod
+    def provider_traits(ctx, rp_uuid):
+        """Return the traits of one provider (one request)."""
+        url = '/resource_providers/%s/traits' % placement.quote(rp_uuid)
+        try:
+            body = ctx.placement.get(url, version='1.6')
+        except exception.PlacementBadResponse as e:
+            if e.kwargs.get('status') == 404:
+                raise exception.PlacementProviderNotFound(uuid=rp_uuid)
+            raise
+        traits = placement.require(body.get('traits'), list, url, 'traits')
+        return frozenset(str(t) for t in traits)

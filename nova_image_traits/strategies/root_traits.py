@@ -1,0 +1,34 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+from nova_image_traits import decision
+from nova_image_traits.strategies import base
+
+
+class RootTraitsStrategy(base.Strategy):
+    """Compare with the traits of the compute node's root provider.
+
+    The rebuild is accepted when the compute node resource provider (the root
+    of its tree) has every trait the new image requires. Traits on nested
+    providers (NUMA nodes, GPUs, NICs) and sharing providers do not count.
+    One placement request: ``GET /resource_providers/{uuid}/traits``.
+    """
+
+    name = 'root_traits'
+    rule = 'the compute node itself must have them'
+
+    def evaluate(self, ctx):
+        root = ctx.request.compute_node_uuid
+        missing = ctx.required - self.provider_traits(ctx, root)
+        return decision.Verdict(
+            decision.REJECT if missing else decision.ACCEPT,
+            missing=frozenset(missing), providers=(root,))

@@ -1,0 +1,151 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""Extract and validate the traits an image or a flavor asks for.
+
+Images follow nova's rule exactly (``nova.objects.ImageMetaProps``): a
+property ``trait:<NAME>`` whose value is the string ``required`` requires
+the trait; any other value is ignored, as nova ignores it. Unlike nova, the
+names are validated here with os-traits before anything reaches placement.
+"""
+
+import collections
+
+import os_traits
+
+#: Image and flavor properties that name a trait start with this.
+TRAIT_PREFIX = 'trait:'
+REQUIRED = 'required'
+FORBIDDEN = 'forbidden'
+#: Placement's column size for trait names.
+MAX_TRAIT_LENGTH = 255
+#: The longest property name quoted back in a reason or a log line.
+_QUOTE_LIMIT = 80
+
+_STANDARD_TRAITS = None
+
+ImageTraits = collections.namedtuple(
+    'ImageTraits', ['required', 'invalid', 'ignored'])
+ImageTraits.__doc__ = """What an image asks for.
+
+:ivar required: frozenset of valid trait names the image requires
+:ivar invalid: tuple of (property, why) for malformed or unknown names
+:ivar ignored: tuple of trait properties whose value is not ``required``
+"""
+
+
+def _standard_traits():
+    global _STANDARD_TRAITS
+    if _STANDARD_TRAITS is None:
+        _STANDARD_TRAITS = frozenset(os_traits.get_traits())
+    return _STANDARD_TRAITS
+
+
+def quote(text):
+    """Return a safe, bounded rendering of user-supplied text.
+
+    Image properties come from any user who can upload an image. They are
+    quoted with :func:`repr` (so newlines and control characters cannot
+    forge log lines) and cut to a readable length.
+
+    :param text: any string
+    """
+    shown = repr(str(text))
+    if len(shown) > _QUOTE_LIMIT:
+        shown = shown[:_QUOTE_LIMIT - 4] + '...' + shown[-1]
+    return shown
+
+
+def check_trait_name(name):
+    """Return why ``name`` is not a trait placement can know, or None.
+
+    A custom trait must be a legal ``CUSTOM_`` name, as
+    :func:`os_traits.normalize_name` produces them. Any other name must be a
+    standard trait that os-traits defines.
+
+    :param name: the candidate trait name
+    """
+    if not isinstance(name, str) or not name:
+        return 'the trait name is empty'
+    if len(name) > MAX_TRAIT_LENGTH:
+        return 'the trait name is longer than %d characters' % (
+            MAX_TRAIT_LENGTH)
+    if os_traits.is_custom(name):
+        suffix = name[len(os_traits.CUSTOM_NAMESPACE):]
+        if not suffix or os_traits.normalize_name(suffix) != name:
+            return ('custom trait names are CUSTOM_ followed by upper case '
+                    'letters, digits and underscores')
+        return None
+    if name in _standard_traits():
+        return None
+    if name.upper() in _standard_traits():
+        return 'trait names are upper case; did you mean %s?' % name.upper()
+    return ('it is neither a standard trait known to os-traits %s nor a '
+            'CUSTOM_ trait' % _os_traits_version())
+
+
+def _os_traits_version():
+    try:
+        from importlib import metadata
+        return metadata.version('os-traits')
+    except Exception:  # pragma: no cover - metadata is always there
+        return ''
+
+
+def _flatten_properties(image):
+    """Return the image's properties as one flat mapping.
+
+    Accepts a Glance v2 image (custom properties at the top level), a dict
+    with a ``properties`` sub-dict (nova's image dict), or an object with
+    a ``properties`` attribute holding ``traits_required`` (nova's
+    ``ImageMeta``).
+    """
+    props = getattr(image, 'properties', None)
+    if props is not None and not isinstance(image, dict):
+        names = getattr(props, 'traits_required', None)
+        try:
+            names = list(names or [])
+        except Exception:
+            names = []
+        return {TRAIT_PREFIX + str(n): REQUIRED for n in names}
+    if not image:
+        return {}
+    flat = dict(image)
+    nested = flat.pop('properties', None)
+    if isinstance(nested, dict):
+        flat.update(nested)
+    return flat
+
+
+def image_traits(image):
+    """Return the :class:`ImageTraits` an image asks for.
+
+    :param image: image properties, in any form :func:`_flatten_properties`
+        accepts
+    """
+    required = set()
+    invalid = []
+    ignored = []
+    for key, value in _flatten_properties(image).items():
+        key = str(key)
+        if not key.startswith(TRAIT_PREFIX):
+            continue
+        if str(value) != REQUIRED:
+            ignored.append(key)
+            continue
+        name = key[len(TRAIT_PREFIX):]
+        why = check_trait_name(name)
+        if why:
+            invalid.append((key, why))
+        else:
+            required.add(name)
+    return ImageTraits(frozenset(required), tuple(sorted(invalid)),
+                       tuple(sorted(ignored)))
