@@ -86,6 +86,21 @@ class PlacementMalformedResponse(PlacementError):
     cause = 'malformed-response'
 
 
+class PlacementUnknownTraits(PlacementError):
+    """Placement refused a query because it does not know some traits.
+
+    A trait placement does not know is on no provider, so strategies treat
+    these as missing rather than as a fault.
+    """
+
+    msg_fmt = 'Placement does not know the traits %(names)s.'
+    cause = 'unknown-traits'
+
+    @property
+    def traits(self):
+        return frozenset(self.kwargs.get('names', '').split(', ')) - {''}
+
+
 class PlacementProviderNotFound(PlacementError):
     msg_fmt = 'Resource provider %(uuid)s was not found in placement.'
     cause = 'provider-not-found'

@@ -22,6 +22,7 @@ adds a deadline per decision and turns every failure into a
 Nothing here ever writes to placement.
 """
 
+import re
 import threading
 import time
 import urllib.parse
@@ -37,6 +38,9 @@ from nova_image_traits import exception
 LOG = logging.getLogger(__name__)
 
 _CLIENTS = {}
+# NOTE: placement answers 400 "No such trait(s): A, B." for unknown traits
+# in a required parameter (placement.exception.TraitNotFound).
+_UNKNOWN_TRAITS = re.compile(r'No such trait\(s\): ([A-Z0-9_, ]+)')
 _CLIENTS_LOCK = threading.Lock()
 
 
@@ -220,6 +224,11 @@ def _http_error(url, resp):
     except Exception:
         why = resp.reason or 'no error document'
     why = str(why).strip().replace('\n', ' ')[:300]
+    unknown = _UNKNOWN_TRAITS.search(why)
+    if resp.status_code == 400 and unknown:
+        names = sorted(n.strip() for n in unknown.group(1).split(',')
+                       if n.strip())
+        return exception.PlacementUnknownTraits(names=', '.join(names))
     if resp.status_code == 406:
         err = exception.PlacementBadResponse(
             method='GET', url=url, status=406,

@@ -15,6 +15,7 @@ import threading
 from oslo_log import log as logging
 
 from nova_image_traits import decision
+from nova_image_traits import exception
 from nova_image_traits import placement
 from nova_image_traits.strategies import base
 
@@ -78,8 +79,17 @@ class InTreeCandidatesStrategy(base.Strategy):
         groups = self._groups(ctx)
         policy = ctx.request.flavor.group_policy
 
-        body = self._candidates(session, groups, root, ctx.required,
-                                policy, version)
+        try:
+            body = self._candidates(session, groups, root, ctx.required,
+                                    policy, version)
+        except exception.PlacementUnknownTraits as e:
+            unknown = e.traits & ctx.required
+            if not unknown:
+                raise
+            return decision.Verdict(
+                decision.REJECT, missing=unknown, providers=(root,),
+                detail='placement does not know %s' % ', '.join(
+                    sorted(unknown)))
         if body['allocation_requests']:
             return decision.Verdict(
                 decision.ACCEPT, providers=self._providers(body))

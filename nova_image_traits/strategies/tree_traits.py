@@ -11,6 +11,7 @@
 # under the License.
 
 from nova_image_traits import decision
+from nova_image_traits import exception
 from nova_image_traits import placement
 from nova_image_traits.strategies import base
 
@@ -37,9 +38,13 @@ class TreeTraitsStrategy(base.Strategy):
         providers = [root]
         for trait in sorted(missing):
             url = '/resource_providers'
-            body = ctx.placement.get(
-                url, [('in_tree', root), ('required', trait)],
-                version='1.18')
+            try:
+                body = ctx.placement.get(
+                    url, [('in_tree', root), ('required', trait)],
+                    version='1.18')
+            except exception.PlacementUnknownTraits:
+                # No provider anywhere has a trait placement does not know.
+                continue
             found = placement.require(
                 body.get('resource_providers'), list, url,
                 'resource_providers')
