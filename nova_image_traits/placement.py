@@ -102,6 +102,9 @@ class PlacementClient(object):
 
     def __init__(self, adapter):
         self._adapter = adapter
+        session = getattr(adapter, 'session', None)
+        #: [placement] timeout, keystoneauth's per-request timeout.
+        self.request_timeout = getattr(session, 'timeout', None)
         self._lock = threading.Lock()
         self._max_version = None
 
@@ -187,9 +190,12 @@ class PlacementSession(object):
         remaining = self._deadline - time.monotonic()
         if remaining <= 0:
             raise exception.DecisionDeadlineExceeded(limit=self._timeout)
+        timeout = remaining
+        if self.client.request_timeout:
+            timeout = min(timeout, self.client.request_timeout)
         self.requests += 1
         try:
-            resp = self.client.request(url, version, remaining)
+            resp = self.client.request(url, version, timeout)
         except ks_exc.ConnectTimeout as e:
             raise exception.PlacementTimeout(url=url, why=_why(e))
         except ks_exc.RequestTimeout as e:
