@@ -1,0 +1,221 @@
+#!/bin/bash
+#
+# devstack/plugin.sh: install and configure nova-image-traits in devstack.
+#
+# Phases:
+#
+# stack install      install the package into nova's Python environment
+# stack post-config  add ImageTraitsFilter to nova-scheduler's filters and
+#                    write the [image_traits] options
+# stack extra        restart the conductors as nova-image-traits-conductor
+# unstack            nothing of our own to stop
+# clean              remove from nova's configuration what this plugin added
+#
+# NOTE(nova-image-traits): devstack starts the conductors in lib/nova
+# (start_nova_conductor) with a hard-coded "$NOVA_BIN_DIR/nova-conductor"
+# and offers plugins no hook to change that command. Rather than redefine
+# devstack's functions, the "stack extra" phase, which runs after every
+# service has started, stops each conductor service and starts it again
+# under the same service name with nova-image-traits-conductor and the same
+# configuration file. The systemd unit devstack writes for it then holds our
+# command, so "systemctl restart devstack@<service>" keeps the hook, and
+# devstack's own stop_nova (unstack.sh) stops it as usual.
+
+# Save trace setting
+_XTRACE_NOVA_IMAGE_TRAITS=$(set +o | grep xtrace)
+set -o xtrace
+
+NOVA_IMAGE_TRAITS_FILTER_NAME=ImageTraitsFilter
+NOVA_IMAGE_TRAITS_FILTER_PATH=nova_image_traits.filters.image_traits_filter.ImageTraitsFilter
+NOVA_IMAGE_TRAITS_NOVA_ALL_FILTERS=nova.scheduler.filters.all_filters
+# nova's default [filter_scheduler] enabled_filters, used when nova.conf
+# does not set the option, so that appending our filter keeps nova's.
+NOVA_IMAGE_TRAITS_NOVA_DEFAULT_FILTERS=ComputeFilter,ComputeCapabilitiesFilter,ImagePropertiesFilter,ServerGroupAntiAffinityFilter,ServerGroupAffinityFilter
+NOVA_IMAGE_TRAITS_OPTIONS="strategy fallback_strategy on_placement_error"
+NOVA_IMAGE_TRAITS_CONDUCTOR=nova-image-traits-conductor
+
+
+# _nova_image_traits_has WORD LIST... - is WORD one of the words of LIST?
+function _nova_image_traits_has {
+    local word=$1
+    shift
+    local w
+    for w in "$@"; do
+        if [[ "$w" == "$word" ]]; then
+            return 0
+        fi
+    done
+    return 1
+}
+
+# _nova_image_traits_conductor_confs - the configuration files of the
+# conductors the hook runs in: nova.conf for the (super) conductor, and the
+# cell conductors' files unless devstack runs a single conductor.
+function _nova_image_traits_conductor_confs {
+    echo "${NOVA_COND_CONF:-$NOVA_CONF}"
+    if [[ "${CELLSV2_SETUP}" != "singleconductor" ]]; then
+        local i
+        for i in $(seq 1 ${NOVA_NUM_CELLS:-1}); do
+            conductor_conf $i
+        done
+    fi
+}
+
+function install_nova_image_traits {
+    setup_develop $NOVA_IMAGE_TRAITS_DIR
+}
+
+# configure_nova_image_traits_filter - make ImageTraitsFilter available and
+# enabled in nova-scheduler without dropping any filter already configured.
+function configure_nova_image_traits_filter {
+    local available
+    available=$(iniget_multiline $NOVA_CONF filter_scheduler available_filters)
+    if [[ -z "$available" ]]; then
+        # Setting available_filters at all replaces nova's default, so
+        # keep that default first.
+        iniadd $NOVA_CONF filter_scheduler available_filters $NOVA_IMAGE_TRAITS_NOVA_ALL_FILTERS
+    fi
+    # shellcheck disable=SC2086
+    if ! _nova_image_traits_has $NOVA_IMAGE_TRAITS_FILTER_PATH $available; then
+        iniadd $NOVA_CONF filter_scheduler available_filters $NOVA_IMAGE_TRAITS_FILTER_PATH
+    fi
+
+    local enabled
+    enabled=$(iniget $NOVA_CONF filter_scheduler enabled_filters)
+    enabled=${enabled// /}
+    if [[ -z "$enabled" ]]; then
+        enabled=$NOVA_IMAGE_TRAITS_NOVA_DEFAULT_FILTERS
+    fi
+    if [[ ",$enabled," != *",$NOVA_IMAGE_TRAITS_FILTER_NAME,"* ]]; then
+        iniset $NOVA_CONF filter_scheduler enabled_filters "$enabled,$NOVA_IMAGE_TRAITS_FILTER_NAME"
+    fi
+}
+
+# configure_nova_image_traits_options CONF - write [image_traits] to CONF
+function configure_nova_image_traits_options {
+    local conf=$1
+    iniset $conf image_traits strategy "$NOVA_IMAGE_TRAITS_STRATEGY"
+    iniset $conf image_traits fallback_strategy "$NOVA_IMAGE_TRAITS_FALLBACK"
+    iniset $conf image_traits on_placement_error "$NOVA_IMAGE_TRAITS_ON_ERROR"
+}
+
+function configure_nova_image_traits {
+    if is_service_enabled n-sch && [[ "$NOVA_IMAGE_TRAITS_ENABLE_FILTER" == "True" ]]; then
+        configure_nova_image_traits_filter
+        configure_nova_image_traits_options $NOVA_CONF
+    fi
+    if is_service_enabled n-cond n-super-cond && [[ "$NOVA_IMAGE_TRAITS_ENABLE_HOOK" == "True" ]]; then
+        local conf
+        for conf in $(_nova_image_traits_conductor_confs); do
+            configure_nova_image_traits_options $conf
+        done
+    fi
+}
+
+# _nova_image_traits_restart SERVICE CONF - run a conductor service again
+# as nova-image-traits-conductor
+function _nova_image_traits_restart {
+    local service=$1
+    local conf=$2
+    stop_process $service
+    run_process $service "$NOVA_BIN_DIR/$NOVA_IMAGE_TRAITS_CONDUCTOR --config-file $conf"
+}
+
+# start_nova_image_traits_conductors - the conductors devstack started
+# (lib/nova start_nova_conductor), started again with the rebuild hook
+function start_nova_image_traits_conductors {
+    if [[ "${CELLSV2_SETUP}" == "singleconductor" ]]; then
+        if is_service_enabled n-cond; then
+            _nova_image_traits_restart n-cond "${NOVA_COND_CONF:-$NOVA_CONF}"
+        fi
+        return
+    fi
+    # Rebuilds reach the super conductor, on the API-level message queue;
+    # the cell conductors get the hook too, where it stays idle.
+    if is_service_enabled n-super-cond; then
+        _nova_image_traits_restart n-super-cond "${NOVA_COND_CONF:-$NOVA_CONF}"
+    fi
+    local i
+    for i in $(seq 1 ${NOVA_NUM_CELLS:-1}); do
+        if is_service_enabled n-cond-cell${i}; then
+            _nova_image_traits_restart n-cond-cell${i} "$(conductor_conf $i)"
+        fi
+    done
+}
+
+# unstack_nova_image_traits - devstack's stop_nova stops the conductors,
+# whatever command they run; the plugin has no process of its own.
+function unstack_nova_image_traits {
+    :
+}
+
+# _nova_image_traits_remove_filter - take ImageTraitsFilter out of
+# available_filters and enabled_filters, leaving every other filter
+function _nova_image_traits_remove_filter {
+    local available
+    local kept=""
+    local f
+    available=$(iniget_multiline $NOVA_CONF filter_scheduler available_filters)
+    if _nova_image_traits_has $NOVA_IMAGE_TRAITS_FILTER_PATH $available; then
+        for f in $available; do
+            if [[ "$f" != "$NOVA_IMAGE_TRAITS_FILTER_PATH" ]]; then
+                kept="$kept $f"
+            fi
+        done
+        # shellcheck disable=SC2086
+        iniset_multiline $NOVA_CONF filter_scheduler available_filters $kept
+    fi
+
+    local enabled
+    enabled=$(iniget $NOVA_CONF filter_scheduler enabled_filters)
+    enabled=${enabled// /}
+    if [[ ",$enabled," == *",$NOVA_IMAGE_TRAITS_FILTER_NAME,"* ]]; then
+        enabled=",$enabled,"
+        enabled=${enabled//,$NOVA_IMAGE_TRAITS_FILTER_NAME,/,}
+        enabled=${enabled#,}
+        enabled=${enabled%,}
+        iniset $NOVA_CONF filter_scheduler enabled_filters "$enabled"
+    fi
+}
+
+# clean_nova_image_traits - remove only what this plugin added to nova's
+# configuration files
+function clean_nova_image_traits {
+    if [[ -f $NOVA_CONF ]]; then
+        _nova_image_traits_remove_filter
+    fi
+    local conf
+    local opt
+    for conf in $NOVA_CONF $(_nova_image_traits_conductor_confs); do
+        if [[ -f $conf ]]; then
+            for opt in $NOVA_IMAGE_TRAITS_OPTIONS; do
+                inidelete $conf image_traits $opt
+            done
+        fi
+    done
+}
+
+
+if [[ "$1" == "stack" && "$2" == "install" ]]; then
+    echo_summary "Installing nova-image-traits"
+    install_nova_image_traits
+elif [[ "$1" == "stack" && "$2" == "post-config" ]]; then
+    echo_summary "Configuring nova-image-traits"
+    configure_nova_image_traits
+elif [[ "$1" == "stack" && "$2" == "extra" ]]; then
+    if [[ "$NOVA_IMAGE_TRAITS_ENABLE_HOOK" == "True" ]]; then
+        echo_summary "Restarting nova-conductor with the nova-image-traits rebuild hook"
+        start_nova_image_traits_conductors
+    fi
+fi
+
+if [[ "$1" == "unstack" ]]; then
+    unstack_nova_image_traits
+fi
+
+if [[ "$1" == "clean" ]]; then
+    clean_nova_image_traits
+fi
+
+# Restore xtrace
+$_XTRACE_NOVA_IMAGE_TRAITS

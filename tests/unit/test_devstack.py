@@ -1,0 +1,486 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""Run each phase of the devstack plugin against recorded stand-ins.
+
+Devstack cannot run here, so ``tests/unit/devstack_stubs.sh`` defines the
+devstack functions the plugin calls. The ini functions really edit a
+temporary ``nova.conf`` with devstack's semantics; the others only record
+their calls. Each test sources the stubs, ``devstack/settings`` and
+``devstack/plugin.sh`` in ``bash`` with errexit on, as ``stack.sh`` does,
+and checks the resulting files and calls.
+"""
+
+import collections
+import os
+import subprocess
+
+import fixtures
+import testtools
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+STUBS = os.path.join(HERE, 'devstack_stubs.sh')
+SETTINGS = os.path.join(ROOT, 'devstack', 'settings')
+PLUGIN = os.path.join(ROOT, 'devstack', 'plugin.sh')
+
+FILTER_PATH = 'nova_image_traits.filters.image_traits_filter.ImageTraitsFilter'
+ALL_FILTERS = 'nova.scheduler.filters.all_filters'
+# What devstack's lib/nova (create_nova_conf) writes.
+DEVSTACK_FILTERS = ('AvailabilityZoneFilter,ComputeFilter,'
+                    'ComputeCapabilitiesFilter,ImagePropertiesFilter,'
+                    'ServerGroupAntiAffinityFilter,ServerGroupAffinityFilter,'
+                    'SameHostFilter,DifferentHostFilter')
+# nova 34's default [filter_scheduler] enabled_filters.
+NOVA_DEFAULT_FILTERS = ('ComputeFilter,ComputeCapabilitiesFilter,'
+                        'ImagePropertiesFilter,ServerGroupAntiAffinityFilter,'
+                        'ServerGroupAffinityFilter')
+BIN_DIR = '/opt/stack/data/venv/bin'
+
+NOVA_CONF = """\
+[DEFAULT]
+debug = True
+transport_url = rabbit://stackrabbit:secret@127.0.0.1:5672/
+
+[filter_scheduler]
+enabled_filters = %s
+track_instance_changes = False
+
+[placement]
+auth_type = password
+region_name = RegionOne
+""" % DEVSTACK_FILTERS
+
+CELL_CONF = """\
+[DEFAULT]
+transport_url = rabbit://stackrabbit:secret@127.0.0.1:5672/nova_cell1
+
+[database]
+connection = mysql+pymysql://root:secret@127.0.0.1/nova_cell1
+"""
+
+
+def read_ini(path):
+    """Return {section: [(option, value), ...]}, keeping repeated options."""
+    sections = collections.OrderedDict()
+    current = None
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            if not line or line[0] in '#;':
+                continue
+            if line.startswith('[') and line.endswith(']'):
+                current = sections.setdefault(line[1:-1], [])
+                continue
+            key, _sep, value = line.partition('=')
+            current.append((key.strip(), value.strip()))
+    return sections
+
+
+def values(ini, section, option):
+    return [v for k, v in ini.get(section, []) if k == option]
+
+
+def value(ini, section, option):
+    found = values(ini, section, option)
+    if len(found) != 1:
+        raise AssertionError('[%s] %s has %d values: %r' % (
+            section, option, len(found), found))
+    return found[0]
+
+
+class DevstackPluginTestCase(testtools.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.tmp = self.useFixture(fixtures.TempDir()).path
+        self.dest = os.path.join(self.tmp, 'opt', 'stack')
+        self.conf_dir = os.path.join(self.tmp, 'etc', 'nova')
+        os.makedirs(self.conf_dir)
+        self.nova_conf = os.path.join(self.conf_dir, 'nova.conf')
+        self.cell_conf = os.path.join(self.conf_dir, 'nova_cell1.conf')
+        self.write(self.nova_conf, NOVA_CONF)
+        self.write(self.cell_conf, CELL_CONF)
+        self.log = os.path.join(self.tmp, 'calls.log')
+        self.env = {
+            'PATH': os.environ.get('PATH', '/usr/bin:/bin'),
+            'STUB_LOG': self.log,
+            'DEST': self.dest,
+            'NOVA_CONF_DIR': self.conf_dir,
+            'NOVA_CONF': self.nova_conf,
+            'NOVA_COND_CONF': self.nova_conf,
+            'NOVA_BIN_DIR': BIN_DIR,
+            'NOVA_NUM_CELLS': '1',
+            'CELLSV2_SETUP': 'superconductor',
+            'ENABLED_SERVICES': ('key,n-api,n-api-meta,n-sch,n-cond,'
+                                 'n-super-cond,n-cond-cell1,n-cpu,'
+                                 'placement-api,g-api'),
+        }
+
+    @staticmethod
+    def write(path, text):
+        with open(path, 'w') as f:
+            f.write(text)
+
+    @staticmethod
+    def read(path):
+        with open(path) as f:
+            return f.read()
+
+    def run_bash(self, script, *args, **env):
+        """Run ``script`` after sourcing the stubs; return the calls made."""
+        if os.path.exists(self.log):
+            os.unlink(self.log)
+        full_env = dict(self.env, **env)
+        proc = subprocess.run(
+            ['bash', '-c', 'set -o errexit\nsource "%s"\n%s' % (STUBS, script),
+             'plugin.sh'] + list(args),
+            env=full_env, cwd=self.tmp, stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT, universal_newlines=True, timeout=120)
+        self.addDetail('bash-output-%d' % id(proc),
+                       testtools.content.text_content(proc.stdout))
+        self.assertEqual(0, proc.returncode, proc.stdout)
+        if not os.path.exists(self.log):
+            return []
+        with open(self.log) as f:
+            return [tuple(line.rstrip('\n').split('|')) for line in f]
+
+    def run_phase(self, *args, **env):
+        """Source settings and plugin.sh with ``args``, as devstack does."""
+        return self.run_bash(
+            'source "%s"\nsource "%s" "$@"' % (SETTINGS, PLUGIN),
+            *args, **env)
+
+    def calls_of(self, calls, name):
+        return [c[1:] for c in calls if c[0] == name]
+
+
+class TestSettings(DevstackPluginTestCase):
+
+    def _settings(self, **env):
+        out = os.path.join(self.tmp, 'settings.out')
+        calls = self.run_bash(
+            'source "%s"\nfor v in ${!NOVA_IMAGE_TRAITS_*}; do '
+            'echo "$v=${!v}"; done > "%s"' % (SETTINGS, out), **env)
+        settings = dict(line.split('=', 1)
+                        for line in self.read(out).splitlines())
+        return calls, settings
+
+    def test_defines_plugin_and_defaults(self):
+        calls, settings = self._settings()
+        self.assertIn(('define_plugin', 'nova-image-traits'), calls)
+        self.assertEqual({
+            'NOVA_IMAGE_TRAITS_DIR': os.path.join(self.dest,
+                                                  'nova-image-traits'),
+            'NOVA_IMAGE_TRAITS_STRATEGY': 'in_tree_candidates',
+            'NOVA_IMAGE_TRAITS_FALLBACK': 'root_traits',
+            'NOVA_IMAGE_TRAITS_ON_ERROR': 'reject',
+            'NOVA_IMAGE_TRAITS_ENABLE_FILTER': 'True',
+            'NOVA_IMAGE_TRAITS_ENABLE_HOOK': 'True',
+        }, settings)
+
+    def test_local_conf_overrides(self):
+        _calls, settings = self._settings(
+            NOVA_IMAGE_TRAITS_STRATEGY='tree_traits',
+            NOVA_IMAGE_TRAITS_ENABLE_HOOK='false',
+            NOVA_IMAGE_TRAITS_DIR='/src/nit')
+        self.assertEqual('tree_traits', settings['NOVA_IMAGE_TRAITS_STRATEGY'])
+        self.assertEqual('False', settings['NOVA_IMAGE_TRAITS_ENABLE_HOOK'])
+        self.assertEqual('/src/nit', settings['NOVA_IMAGE_TRAITS_DIR'])
+
+
+class TestInstall(DevstackPluginTestCase):
+
+    def test_setup_develop_of_the_plugin_dir(self):
+        before = self.read(self.nova_conf)
+        calls = self.run_phase('stack', 'install')
+        self.assertEqual(
+            [(os.path.join(self.dest, 'nova-image-traits'),)],
+            self.calls_of(calls, 'setup_develop'))
+        self.assertEqual([], self.calls_of(calls, 'run_process'))
+        self.assertEqual(before, self.read(self.nova_conf))
+
+    def test_custom_dir(self):
+        calls = self.run_phase('stack', 'install',
+                               NOVA_IMAGE_TRAITS_DIR='/src/nit')
+        self.assertEqual([('/src/nit',)],
+                         self.calls_of(calls, 'setup_develop'))
+
+
+class TestPostConfig(DevstackPluginTestCase):
+
+    def test_filter_available_and_enabled(self):
+        calls = self.run_phase('stack', 'post-config')
+        ini = read_ini(self.nova_conf)
+        self.assertEqual(
+            [ALL_FILTERS, FILTER_PATH],
+            values(ini, 'filter_scheduler', 'available_filters'))
+        self.assertEqual(
+            DEVSTACK_FILTERS + ',ImageTraitsFilter',
+            value(ini, 'filter_scheduler', 'enabled_filters'))
+        # The multi-valued option is extended with iniadd, never iniset.
+        self.assertIn((self.nova_conf, 'filter_scheduler',
+                       'available_filters', FILTER_PATH),
+                      self.calls_of(calls, 'iniadd'))
+        self.assertNotIn('available_filters',
+                         [c[2] for c in self.calls_of(calls, 'iniset')])
+        # Everything else is left alone.
+        self.assertEqual('False', value(ini, 'filter_scheduler',
+                                        'track_instance_changes'))
+        self.assertEqual('True', value(ini, 'DEFAULT', 'debug'))
+        self.assertEqual('password', value(ini, 'placement', 'auth_type'))
+        self.assertEqual([], self.calls_of(calls, 'run_process'))
+
+    def test_image_traits_options(self):
+        self.run_phase('stack', 'post-config')
+        for path in (self.nova_conf, self.cell_conf):
+            ini = read_ini(path)
+            # devstack's iniset adds a new option right after the section
+            # header, so the order is reversed; it does not matter.
+            self.assertEqual(
+                {'strategy': 'in_tree_candidates',
+                 'fallback_strategy': 'root_traits',
+                 'on_placement_error': 'reject'},
+                dict(ini['image_traits']), path)
+            self.assertEqual(3, len(ini['image_traits']))
+        # The cell conductor's file gets no filter configuration.
+        self.assertNotIn('filter_scheduler', read_ini(self.cell_conf))
+
+    def test_image_traits_options_from_settings(self):
+        self.run_phase('stack', 'post-config',
+                       NOVA_IMAGE_TRAITS_STRATEGY='allocation_traits',
+                       NOVA_IMAGE_TRAITS_FALLBACK='tree_traits',
+                       NOVA_IMAGE_TRAITS_ON_ERROR='accept')
+        ini = read_ini(self.nova_conf)
+        self.assertEqual('allocation_traits',
+                         value(ini, 'image_traits', 'strategy'))
+        self.assertEqual('tree_traits',
+                         value(ini, 'image_traits', 'fallback_strategy'))
+        self.assertEqual('accept',
+                         value(ini, 'image_traits', 'on_placement_error'))
+
+    def test_idempotent(self):
+        self.run_phase('stack', 'post-config')
+        once = self.read(self.nova_conf)
+        cell_once = self.read(self.cell_conf)
+        self.run_phase('stack', 'post-config')
+        self.assertEqual(once, self.read(self.nova_conf))
+        self.assertEqual(cell_once, self.read(self.cell_conf))
+        ini = read_ini(self.nova_conf)
+        self.assertEqual(1, values(ini, 'filter_scheduler',
+                                   'available_filters').count(FILTER_PATH))
+        self.assertEqual(1, value(ini, 'filter_scheduler',
+                                  'enabled_filters').split(',').count(
+                                      'ImageTraitsFilter'))
+
+    def test_existing_custom_filters_kept(self):
+        self.write(self.nova_conf, """\
+[filter_scheduler]
+available_filters = nova.scheduler.filters.all_filters
+available_filters = my_filters.MyFilter
+enabled_filters = MyFilter,ComputeFilter
+""")
+        self.run_phase('stack', 'post-config')
+        ini = read_ini(self.nova_conf)
+        self.assertEqual(
+            [ALL_FILTERS, 'my_filters.MyFilter', FILTER_PATH],
+            values(ini, 'filter_scheduler', 'available_filters'))
+        self.assertEqual('MyFilter,ComputeFilter,ImageTraitsFilter',
+                         value(ini, 'filter_scheduler', 'enabled_filters'))
+
+    def test_available_filters_without_all_filters_kept(self):
+        # An operator who narrowed available_filters keeps that choice.
+        self.write(self.nova_conf, """\
+[filter_scheduler]
+available_filters = nova.scheduler.filters.compute_filter.ComputeFilter
+enabled_filters = ComputeFilter
+""")
+        self.run_phase('stack', 'post-config')
+        ini = read_ini(self.nova_conf)
+        self.assertEqual(
+            ['nova.scheduler.filters.compute_filter.ComputeFilter',
+             FILTER_PATH],
+            values(ini, 'filter_scheduler', 'available_filters'))
+
+    def test_already_enabled_not_duplicated(self):
+        self.write(self.nova_conf, """\
+[filter_scheduler]
+available_filters = %s
+available_filters = %s
+enabled_filters = ComputeFilter,ImageTraitsFilter,ImagePropertiesFilter
+""" % (ALL_FILTERS, FILTER_PATH))
+        before = read_ini(self.nova_conf)['filter_scheduler']
+        self.run_phase('stack', 'post-config')
+        self.assertEqual(before, read_ini(self.nova_conf)['filter_scheduler'])
+
+    def test_unset_enabled_filters_starts_from_nova_default(self):
+        # Appending to nothing would leave ImageTraitsFilter alone and
+        # silently disable nova's default filters.
+        self.write(self.nova_conf, '[DEFAULT]\ndebug = True\n')
+        self.run_phase('stack', 'post-config')
+        ini = read_ini(self.nova_conf)
+        self.assertEqual(NOVA_DEFAULT_FILTERS + ',ImageTraitsFilter',
+                         value(ini, 'filter_scheduler', 'enabled_filters'))
+        self.assertEqual([ALL_FILTERS, FILTER_PATH],
+                         values(ini, 'filter_scheduler', 'available_filters'))
+
+    def test_filter_disabled(self):
+        self.run_phase('stack', 'post-config',
+                       NOVA_IMAGE_TRAITS_ENABLE_FILTER='False')
+        ini = read_ini(self.nova_conf)
+        self.assertEqual([], values(ini, 'filter_scheduler',
+                                    'available_filters'))
+        self.assertEqual(DEVSTACK_FILTERS,
+                         value(ini, 'filter_scheduler', 'enabled_filters'))
+        # The conductors still get their options.
+        self.assertEqual('in_tree_candidates',
+                         value(ini, 'image_traits', 'strategy'))
+
+    def test_compute_only_node_untouched(self):
+        before = self.read(self.nova_conf)
+        cell_before = self.read(self.cell_conf)
+        self.run_phase('stack', 'post-config', ENABLED_SERVICES='n-cpu,q-agt')
+        self.assertEqual(before, self.read(self.nova_conf))
+        self.assertEqual(cell_before, self.read(self.cell_conf))
+
+    def test_singleconductor_writes_only_nova_conf(self):
+        cell_before = self.read(self.cell_conf)
+        self.run_phase('stack', 'post-config',
+                       CELLSV2_SETUP='singleconductor',
+                       ENABLED_SERVICES='n-api,n-sch,n-cond,n-cpu')
+        self.assertEqual(cell_before, self.read(self.cell_conf))
+        self.assertEqual('in_tree_candidates', value(
+            read_ini(self.nova_conf), 'image_traits', 'strategy'))
+
+
+class TestExtra(DevstackPluginTestCase):
+
+    def test_conductors_restarted_with_hook(self):
+        calls = self.run_phase('stack', 'extra')
+        hook = BIN_DIR + '/nova-image-traits-conductor --config-file '
+        self.assertEqual(
+            [('stop_process', 'n-super-cond'),
+             ('run_process', 'n-super-cond', hook + self.nova_conf),
+             ('stop_process', 'n-cond-cell1'),
+             ('run_process', 'n-cond-cell1', hook + self.cell_conf)],
+            [c for c in calls if c[0] in ('stop_process', 'run_process')])
+        for call in self.calls_of(calls, 'run_process'):
+            self.assertNotIn('/nova-conductor ', call[1])
+
+    def test_every_cell(self):
+        calls = self.run_phase(
+            'stack', 'extra', NOVA_NUM_CELLS='2',
+            ENABLED_SERVICES='n-super-cond,n-cond-cell1,n-cond-cell2')
+        self.assertEqual(
+            ['n-super-cond', 'n-cond-cell1', 'n-cond-cell2'],
+            [c[0] for c in self.calls_of(calls, 'run_process')])
+        self.assertTrue(self.calls_of(calls, 'run_process')[2][1].endswith(
+            os.path.join(self.conf_dir, 'nova_cell2.conf')))
+
+    def test_singleconductor(self):
+        calls = self.run_phase('stack', 'extra',
+                               CELLSV2_SETUP='singleconductor',
+                               ENABLED_SERVICES='n-api,n-sch,n-cond,n-cpu')
+        self.assertEqual(
+            [('stop_process', 'n-cond'),
+             ('run_process', 'n-cond', BIN_DIR +
+              '/nova-image-traits-conductor --config-file ' +
+              self.nova_conf)],
+            [c for c in calls if c[0] in ('stop_process', 'run_process')])
+
+    def test_hook_disabled(self):
+        calls = self.run_phase('stack', 'extra',
+                               NOVA_IMAGE_TRAITS_ENABLE_HOOK='False')
+        self.assertEqual([], self.calls_of(calls, 'run_process'))
+        self.assertEqual([], self.calls_of(calls, 'stop_process'))
+
+    def test_no_conductor_on_this_node(self):
+        calls = self.run_phase('stack', 'extra', ENABLED_SERVICES='n-cpu')
+        self.assertEqual([], self.calls_of(calls, 'run_process'))
+
+    def test_other_phases_do_not_restart(self):
+        for phase in (('stack', 'pre-install'), ('stack', 'install'),
+                      ('stack', 'post-config'), ('stack', 'test-config')):
+            calls = self.run_phase(*phase)
+            self.assertEqual([], self.calls_of(calls, 'run_process'), phase)
+
+
+class TestUnstackAndClean(DevstackPluginTestCase):
+
+    def test_unstack_changes_nothing(self):
+        self.run_phase('stack', 'post-config')
+        before = self.read(self.nova_conf)
+        calls = self.run_phase('unstack')
+        self.assertEqual(before, self.read(self.nova_conf))
+        self.assertEqual([], self.calls_of(calls, 'run_process'))
+
+    def test_clean_removes_only_what_was_added(self):
+        self.write(self.nova_conf, """\
+[DEFAULT]
+debug = True
+
+[filter_scheduler]
+available_filters = nova.scheduler.filters.all_filters
+available_filters = my_filters.MyFilter
+enabled_filters = MyFilter,ComputeFilter
+
+[image_traits]
+max_image_traits = 32
+""")
+        before = read_ini(self.nova_conf)
+        self.run_phase('stack', 'post-config')
+        self.run_phase('clean')
+        self.assertEqual(before, read_ini(self.nova_conf))
+        self.assertEqual([], read_ini(self.cell_conf).get('image_traits',
+                                                          []))
+
+    def test_clean_after_default_post_config(self):
+        self.run_phase('stack', 'post-config')
+        self.run_phase('clean')
+        ini = read_ini(self.nova_conf)
+        self.assertEqual(DEVSTACK_FILTERS,
+                         value(ini, 'filter_scheduler', 'enabled_filters'))
+        # nova.scheduler.filters.all_filters is nova's own default value of
+        # available_filters, so keeping it changes nothing.
+        self.assertEqual([ALL_FILTERS], values(ini, 'filter_scheduler',
+                                               'available_filters'))
+        self.assertEqual([], ini.get('image_traits', []))
+
+    def test_clean_without_nova_conf(self):
+        os.unlink(self.nova_conf)
+        os.unlink(self.cell_conf)
+        self.run_phase('clean')
+        self.assertFalse(os.path.exists(self.nova_conf))
+
+
+class TestStubs(DevstackPluginTestCase):
+    """The stand-ins behave like devstack's ini functions."""
+
+    def test_ini_functions(self):
+        path = os.path.join(self.tmp, 'x.conf')
+        self.write(path, '[a]\nk = 1\n\n[b]\nk = 2\n')
+        out = os.path.join(self.tmp, 'out')
+        self.run_bash(
+            'f="%(p)s"\n'
+            'iniset "$f" a k 10\n'
+            'iniset "$f" c new value\n'
+            'iniadd "$f" b m x\n'
+            'iniadd "$f" b m y\n'
+            'iniadd "$f" b m x\n'
+            '{ iniget "$f" a k; iniget_multiline "$f" b m;'
+            '  iniget "$f" a missing; } > "%(o)s"\n'
+            'inidelete "$f" b k\n' % {'p': path, 'o': out})
+        self.assertEqual(['10', 'x y x', ''],
+                         self.read(out).splitlines())
+        self.assertEqual(
+            {'a': [('k', '10')], 'b': [('m', 'x'), ('m', 'y'), ('m', 'x')],
+             'c': [('new', 'value')]},
+            dict(read_ini(path)))
