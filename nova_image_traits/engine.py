@@ -31,14 +31,6 @@ from nova_image_traits import traits as nit_traits
 
 LOG = logging.getLogger(__name__)
 
-_REGISTERED = set()
-
-
-def _ensure_registered(conf):
-    if id(conf) not in _REGISTERED:
-        nit_conf.register_opts(conf)
-        _REGISTERED.add(id(conf))
-
 
 def decide(request, conf=None, client=None, logger=None):
     """Decide whether ``request`` may rebuild on its current host.
@@ -54,7 +46,7 @@ def decide(request, conf=None, client=None, logger=None):
     :returns: a :class:`~nova_image_traits.decision.Decision`, logged
     """
     conf = cfg.CONF if conf is None else conf
-    _ensure_registered(conf)
+    nit_conf.register_opts(conf)
     opts = conf.image_traits
     started = time.monotonic()
     result = nit_decision.Decision(

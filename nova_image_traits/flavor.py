@@ -120,10 +120,17 @@ class Flavor:
         disk = self.ephemeral_gb + int(math.ceil(self.swap / 1024.0))
         if not is_volume_backed:
             disk += self.root_gb
-        dedicated = self.extra_specs.get('hw:cpu_policy') == 'dedicated'
-        base['PCPU' if dedicated else 'VCPU'] = self.vcpus
-        base['MEMORY_MB'] = self.memory_mb
-        base['DISK_GB'] = disk
+        # As nova does, a resource class the extra specs name in any group
+        # replaces what the flavor's own fields imply.
+        explicit = {rc for amounts in resources.values() for rc in amounts}
+        if self.extra_specs.get('hw:cpu_policy') == 'dedicated':
+            base['PCPU'] = self.vcpus
+        elif not explicit & {'VCPU', 'PCPU'}:
+            base['VCPU'] = self.vcpus
+        if 'MEMORY_MB' not in explicit:
+            base['MEMORY_MB'] = self.memory_mb
+        if 'DISK_GB' not in explicit:
+            base['DISK_GB'] = disk
         # Explicit resources: extra specs override what the flavor implies.
         base.update(resources.pop('', {}))
         required[''].update(image_traits)

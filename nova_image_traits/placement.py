@@ -26,6 +26,7 @@ import re
 import threading
 import time
 import urllib.parse
+import weakref
 
 from keystoneauth1 import exceptions as ks_exc
 from keystoneauth1 import loading as ks_loading
@@ -37,6 +38,7 @@ from nova_image_traits import exception
 
 LOG = logging.getLogger(__name__)
 
+# id(conf) -> (weak reference to conf, client); ConfigOpts is unhashable.
 _CLIENTS = {}
 # NOTE: placement answers 400 "No such trait(s): A, B." for unknown traits
 # in a required parameter (placement.exception.TraitNotFound).
@@ -78,12 +80,11 @@ def get_client(conf):
     One client per process means one microversion negotiation per process
     and one connection pool shared by every decision.
     """
-    key = id(conf)
     with _CLIENTS_LOCK:
-        client = _CLIENTS.get(key)
-        if client is None:
+        ref, client = _CLIENTS.get(id(conf), (None, None))
+        if ref is None or ref() is not conf:
             client = PlacementClient(build_adapter(conf))
-            _CLIENTS[key] = client
+            _CLIENTS[id(conf)] = (weakref.ref(conf), client)
         return client
 
 

@@ -18,6 +18,7 @@ names are validated here with os-traits before anything reaches placement.
 """
 
 import collections
+import re
 
 import os_traits
 
@@ -31,6 +32,10 @@ MAX_TRAIT_LENGTH = 255
 _QUOTE_LIMIT = 80
 
 _STANDARD_TRAITS = None
+# NOTE: placement's own rule for custom trait names (CUSTOM_TRAIT_PATTERN in
+# placement/schemas/trait.py). os_traits.normalize_name() folds runs of
+# underscores, so it cannot be used to validate names placement accepts.
+_CUSTOM_SUFFIX = re.compile(r'[A-Z0-9_]+')
 
 ImageTraits = collections.namedtuple(
     'ImageTraits', ['required', 'invalid', 'ignored'])
@@ -80,7 +85,7 @@ def check_trait_name(name):
             MAX_TRAIT_LENGTH)
     if os_traits.is_custom(name):
         suffix = name[len(os_traits.CUSTOM_NAMESPACE):]
-        if not suffix or os_traits.normalize_name(suffix) != name:
+        if not _CUSTOM_SUFFIX.fullmatch(suffix):
             return ('custom trait names are CUSTOM_ followed by upper case '
                     'letters, digits and underscores')
         return None

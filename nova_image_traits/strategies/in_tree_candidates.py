@@ -78,6 +78,14 @@ class InTreeCandidatesStrategy(base.Strategy):
         root = ctx.request.compute_node_uuid
         groups = self._groups(ctx)
         policy = ctx.request.flavor.group_policy
+        if not any(g.resources for g in groups if not g.suffix):
+            # NOTE: image traits belong to the unsuffixed group; placement
+            # ignores a group without resources, so asking would accept
+            # traits it never checked.
+            return decision.Verdict(
+                decision.INCONCLUSIVE, providers=(root,),
+                detail=('the unsuffixed request group, which carries the '
+                        'image traits, asks for no resources'))
 
         try:
             body = self._candidates(session, groups, root, ctx.required,
@@ -151,6 +159,10 @@ class InTreeCandidatesStrategy(base.Strategy):
                           'allocation_requests')
         placement.require(body.get('provider_summaries'), dict, url,
                           'provider_summaries')
+        for areq in body['allocation_requests'][:1]:
+            placement.require(areq, dict, url, 'an allocation request')
+            placement.require(areq.get('allocations'), dict, url,
+                              'allocations')
         return body
 
     @staticmethod
