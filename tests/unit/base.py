@@ -1,0 +1,49 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""A small base for the unit tests: a fresh configuration per test."""
+
+import hypothesis
+from oslo_config import cfg
+from oslotest import base
+
+from nova_image_traits import conf as nit_conf
+from nova_image_traits import placement
+from nova_image_traits.strategies import in_tree_candidates
+
+# NOTE: no example database, so running the tests writes nothing to the
+# tree, and no per-example deadline, so a loaded CI node does not flake.
+hypothesis.settings.register_profile(
+    'unit', database=None, deadline=None, max_examples=150)
+hypothesis.settings.load_profile('unit')
+
+
+class TestCase(base.BaseTestCase):
+    """Gives each test ``self.conf``, a fresh ``ConfigOpts``.
+
+    Every option of the package is registered on it and it has been parsed
+    with no arguments, so ``self.flags()`` can override options.
+    """
+
+    def setUp(self):
+        super().setUp()
+        self.conf = cfg.ConfigOpts()
+        nit_conf.register_opts(self.conf)
+        self.conf([])
+        self.addCleanup(self.conf.reset)
+        self.addCleanup(placement.reset_clients)
+        in_tree_candidates._warned.clear()
+        self.addCleanup(in_tree_candidates._warned.clear)
+
+    def flags(self, group='image_traits', **kwargs):
+        """Override options of ``group`` for this test."""
+        for name, value in kwargs.items():
+            self.conf.set_override(name, value, group=group)

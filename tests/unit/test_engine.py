@@ -1,0 +1,327 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""engine.decide: outcomes, fallbacks, placement faults and the log line.
+"""
+
+from unittest import mock
+
+import fixtures
+from keystoneauth1 import exceptions as ks_exc
+
+from nova_image_traits import decision
+from nova_image_traits import engine
+from nova_image_traits import flavor as nit_flavor
+from nova_image_traits import placement
+from nova_image_traits import request as nit_request
+from tests.unit import base
+from tests.unit import fakes
+
+ROOT = fakes.ROOT
+GOLD = 'CUSTOM_GOLD'
+AVX2 = 'HW_CPU_X86_AVX2'
+IMAGE = {'trait:' + GOLD: 'required'}
+AC = '/allocation_candidates'
+ROOT_TRAITS = '/resource_providers/%s/traits' % ROOT
+ALLOCATIONS = '/allocations/%s' % fakes.INSTANCE
+EMPTY = {'allocation_requests': [], 'provider_summaries': {}}
+FOUND = {'allocation_requests': [{'allocations': {ROOT: {'resources': {
+    'VCPU': 1}}}, 'mappings': {'': [ROOT]}}],
+    'provider_summaries': {ROOT: {'resources': {}, 'traits': [GOLD]}}}
+PLACEMENT_URL = 'http://placement.example.org:8778'
+
+
+def _ac(with_traits, without_traits):
+    def answer(params):
+        return (with_traits if GOLD in dict(params).get('required', '')
+                else without_traits)
+    return answer
+
+
+class EngineTestCase(base.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.log = self.useFixture(fixtures.FakeLogger(
+            name=decision.__name__, level='INFO',
+            format='%(levelname)s %(name)s %(message)s'))
+        patcher = mock.patch.object(placement, 'get_client')
+        self.get_client = patcher.start()
+        self.addCleanup(patcher.stop)
+
+    def decide(self, image=IMAGE, routes=None, flavor=None, **kwargs):
+        self.adapter = fakes.StubAdapter(routes)
+        self.client = fakes.StubClient(self.adapter)
+        request = nit_request.RebuildRequest(
+            instance_uuid=fakes.INSTANCE, compute_node_uuid=ROOT,
+            image_properties=image, host='compute-1',
+            flavor=flavor or nit_flavor.Flavor(vcpus=1, memory_mb=512,
+                                               root_gb=1),
+            **kwargs)
+        return engine.decide(request, conf=self.conf, client=self.client)
+
+
+class WithoutPlacementTest(EngineTestCase):
+
+    def _decide_without_client(self, image, flavor=None):
+        request = nit_request.RebuildRequest(
+            instance_uuid=fakes.INSTANCE, compute_node_uuid=ROOT,
+            image_properties=image,
+            flavor=flavor or nit_flavor.Flavor(vcpus=1))
+        result = engine.decide(request, conf=self.conf)
+        self.get_client.assert_not_called()
+        self.assertEqual(0, result.requests)
+        return result
+
+    def test_invalid_trait(self):
+        result = self._decide_without_client(
+            {'trait:' + GOLD: 'required', 'trait:custom_silver': 'required'})
+        self.assertEqual(decision.REJECT, result.outcome)
+        self.assertFalse(result.allowed)
+        self.assertEqual('invalid-image-trait', result.cause)
+        self.assertIn('trait:custom_silver', result.user_reason())
+        self.assertIn('Fix or remove the image property',
+                      result.user_reason())
+
+    def test_invalid_trait_property_is_quoted(self):
+        result = self._decide_without_client(
+            {'trait:CUSTOM_A\nERROR forged': 'required'})
+        self.assertEqual(decision.REJECT, result.outcome)
+        self.assertNotIn('\n', result.user_reason())
+
+    def test_no_traits(self):
+        result = self._decide_without_client({'os_distro': 'ubuntu',
+                                              'trait:' + GOLD: 'forbidden'})
+        self.assertEqual(decision.ACCEPT, result.outcome)
+        self.assertTrue(result.allowed)
+        self.assertIsNone(result.cause)
+
+    def test_too_many_traits(self):
+        self.flags(max_image_traits=2)
+        image = {'trait:CUSTOM_T%d' % i: 'required' for i in range(3)}
+        result = self._decide_without_client(image)
+        self.assertEqual(decision.REJECT, result.outcome)
+        self.assertEqual('too-many-traits', result.cause)
+        self.assertIn('max_image_traits', result.user_reason())
+
+    def test_as_many_traits_as_allowed(self):
+        self.flags(max_image_traits=2, strategy='reject')
+        image = {'trait:CUSTOM_T%d' % i: 'required' for i in range(2)}
+        flavor = nit_flavor.Flavor(extra_specs={
+            'trait:CUSTOM_T0': 'required', 'trait:CUSTOM_T1': 'required'})
+        result = self.decide(image, flavor=flavor)
+        self.assertEqual(decision.ACCEPT, result.outcome)
+        self.assertEqual([], self.adapter.calls)
+
+    def test_forbidden_by_flavor(self):
+        flavor = nit_flavor.Flavor(vcpus=1, extra_specs={
+            'trait1:' + GOLD: 'forbidden'})
+        result = self._decide_without_client(
+            {'trait:' + GOLD: 'required', 'trait:' + AVX2: 'required'},
+            flavor=flavor)
+        self.assertEqual(decision.REJECT, result.outcome)
+        self.assertEqual('forbidden-by-flavor', result.cause)
+        self.assertEqual(frozenset([GOLD]), result.missing)
+        self.assertIn('forbids: ' + GOLD + '.', result.user_reason())
+
+
+class StrategyOutcomeTest(EngineTestCase):
+
+    def test_accept(self):
+        result = self.decide(routes={'/': fakes.versions(),
+                                     AC: _ac(FOUND, EMPTY)})
+        self.assertEqual(decision.ACCEPT, result.outcome)
+        self.assertTrue(result.allowed)
+        self.assertEqual('in_tree_candidates', result.decided_by)
+        self.assertIsNone(result.fallback)
+        self.assertEqual(2, result.requests)
+        self.assertEqual(frozenset([GOLD]), result.required)
+        self.assertEqual((ROOT,), result.providers)
+
+    def test_options_reach_the_client(self):
+        self.flags(decision_timeout=3.5, max_url_length=4096,
+                   strategy='root_traits')
+        self.decide(routes={ROOT_TRAITS: {'traits': [GOLD]}})
+        self.assertEqual([(3.5, 4096)], self.client.started)
+
+    def test_reject(self):
+        self.flags(strategy='root_traits')
+        result = self.decide(routes={ROOT_TRAITS: {'traits': [AVX2]}})
+        self.assertEqual(decision.REJECT, result.outcome)
+        self.assertFalse(result.allowed)
+        self.assertEqual('traits-missing', result.cause)
+        self.assertEqual(frozenset([GOLD]), result.missing)
+        self.assertEqual(1, result.requests)
+
+    def test_fallback_accepts(self):
+        result = self.decide(routes={'/': fakes.versions(),
+                                     AC: _ac(EMPTY, EMPTY),
+                                     ROOT_TRAITS: {'traits': [GOLD]}})
+        self.assertEqual(decision.ACCEPT, result.outcome)
+        self.assertTrue(result.allowed)
+        self.assertEqual('root_traits', result.fallback)
+        self.assertEqual('root_traits', result.decided_by)
+        self.assertEqual('in_tree_candidates', result.strategy)
+        self.assertEqual(4, result.requests)
+        self.assertEqual(['/', AC, AC, ROOT_TRAITS], self.adapter.paths)
+        self.assertIn('root_traits', result.detail)
+
+    def test_fallback_rejects(self):
+        result = self.decide(routes={'/': fakes.versions('1.30'),
+                                     ROOT_TRAITS: {'traits': []}})
+        self.assertEqual(decision.REJECT, result.outcome)
+        self.assertEqual('root_traits', result.fallback)
+        self.assertEqual(2, result.requests)
+        reason = result.user_reason()
+        self.assertIn(GOLD, reason)
+        self.assertIn('root_traits', reason)
+        self.assertIn('the compute node itself must have them', reason)
+
+    def test_fallback_equal_to_strategy_is_not_run(self):
+        self.flags(fallback_strategy='in_tree_candidates')
+        result = self.decide(routes={'/': fakes.versions(),
+                                     AC: _ac(EMPTY, EMPTY)})
+        self.assertEqual(decision.INCONCLUSIVE, result.outcome)
+        self.assertFalse(result.allowed)
+        self.assertEqual('inconclusive', result.cause)
+        self.assertIsNone(result.fallback)
+        self.assertEqual(3, result.requests)
+        self.assertIn(GOLD, result.user_reason())
+
+    def test_fallback_inconclusive_too(self):
+        self.flags(fallback_strategy='allocation_traits')
+        result = self.decide(routes={'/': fakes.versions(),
+                                     AC: _ac(EMPTY, EMPTY),
+                                     ALLOCATIONS: {'allocations': {}}})
+        self.assertEqual(decision.INCONCLUSIVE, result.outcome)
+        self.assertFalse(result.allowed)
+        self.assertEqual('allocation_traits', result.fallback)
+        self.assertIn('allocation_traits', result.user_reason())
+
+    def test_query_too_long(self):
+        self.flags(max_url_length=512)
+        image = {'trait:CUSTOM_%s%d' % ('X' * 90, i): 'required'
+                 for i in range(6)}
+        result = self.decide(image, routes={'/': fakes.versions()})
+        self.assertEqual(decision.REJECT, result.outcome)
+        self.assertFalse(result.allowed)
+        self.assertEqual('query-too-long', result.cause)
+        self.assertEqual(['/'], self.adapter.paths)
+        self.assertIn('too many or too long', result.user_reason())
+
+
+class PlacementErrorTest(EngineTestCase):
+
+    ROUTES = {'/': ks_exc.ConnectFailure(
+        'Unable to establish connection to %s/: refused' % PLACEMENT_URL)}
+
+    def test_fail_closed(self):
+        result = self.decide(routes=self.ROUTES)
+        self.assertEqual(decision.ERROR, result.outcome)
+        self.assertFalse(result.allowed)
+        self.assertEqual('unreachable', result.cause)
+        self.assertEqual(1, result.requests)
+        self.assertIn(PLACEMENT_URL, result.detail)
+        self.assertIn('unreachable', result.user_reason())
+        self.assertNotIn('placement.example.org', result.user_reason())
+
+    def test_fail_open(self):
+        self.flags(on_placement_error='accept')
+        result = self.decide(routes=self.ROUTES)
+        self.assertEqual(decision.ERROR, result.outcome)
+        self.assertTrue(result.allowed)
+        self.assertEqual('unreachable', result.cause)
+
+    def test_http_error_in_fallback(self):
+        result = self.decide(routes={
+            '/': fakes.versions('1.30'),
+            ROOT_TRAITS: fakes.response(404, {'errors': [
+                {'detail': 'No resource provider with uuid %s found' % (
+                    ROOT)}]})})
+        self.assertEqual(decision.ERROR, result.outcome)
+        self.assertEqual('provider-not-found', result.cause)
+        self.assertFalse(result.allowed)
+
+    def test_malformed_candidate_is_an_error_not_an_exception(self):
+        # decide() promises never to raise for a placement fault.
+        body = {'allocation_requests': ['not an object'],
+                'provider_summaries': {}}
+        result = self.decide(routes={'/': fakes.versions(), AC: body})
+        self.assertEqual(decision.ERROR, result.outcome)
+        self.assertEqual('malformed-response', result.cause)
+
+
+class ReasonAndLogTest(EngineTestCase):
+
+    def _lines(self):
+        return self.log.output.strip().splitlines()
+
+    def test_one_info_line(self):
+        self.flags(strategy='root_traits')
+        self.decide(routes={ROOT_TRAITS: {'traits': [AVX2]}})
+        lines = self._lines()
+        self.assertEqual(1, len(lines), self.log.output)
+        line = lines[0]
+        self.assertTrue(line.startswith(
+            'INFO nova_image_traits.decision Rebuild image traits decision:'),
+            line)
+        for field in ('outcome=reject', 'allowed=False',
+                      'strategy=root_traits', 'fallback=-',
+                      'instance=' + fakes.INSTANCE, 'host=compute-1',
+                      'node=' + ROOT, 'required=' + GOLD,
+                      'missing=' + GOLD, 'providers=' + ROOT, 'requests=1',
+                      'cause=traits-missing'):
+            self.assertIn(' ' + field + ' ', line)
+
+    def test_one_line_for_hostile_properties(self):
+        self.decide(image={'trait:CUSTOM_A\nINFO forged': 'required',
+                           'trait:B\n': 'maybe\nnot'})
+        self.assertEqual(1, len(self._lines()), self.log.output)
+
+    def test_one_line_for_placement_errors(self):
+        self.decide(routes={'/': fakes.response(500, {'errors': [
+            {'detail': 'line one\nline two'}]})})
+        lines = self._lines()
+        self.assertEqual(1, len(lines), self.log.output)
+        self.assertIn('outcome=error', lines[0])
+        self.assertIn('cause=http-error', lines[0])
+
+    def test_user_reason(self):
+        result = self.decide(routes={'/': fakes.versions(),
+                                     AC: _ac(EMPTY, FOUND)},
+                             image={'trait:' + GOLD: 'required',
+                                    'trait:' + AVX2: 'required'})
+        self.assertEqual(decision.REJECT, result.outcome)
+        self.assertEqual(frozenset([AVX2]), result.missing)
+        reason = result.user_reason()
+        self.assertIn(AVX2, reason)
+        self.assertNotIn(GOLD, reason)
+        self.assertIn('in_tree_candidates', reason)
+        for url_part in ('allocation_candidates', 'in_tree=', '?', 'http'):
+            self.assertNotIn(url_part, reason)
+
+    def test_image_cannot_choose_the_options(self):
+        self.flags(strategy='root_traits')
+        mimics = {'image_traits:strategy': 'tree_traits',
+                  'image_traits:fallback_strategy': 'tree_traits',
+                  'image_traits:on_placement_error': 'accept',
+                  'strategy': 'tree_traits', 'on_placement_error': 'accept',
+                  'decision_timeout': '0'}
+        image = dict(IMAGE, properties=dict(mimics), **mimics)
+        result = self.decide(image, routes={ROOT_TRAITS: {'traits': []}})
+        self.assertEqual(decision.REJECT, result.outcome)
+        self.assertEqual('root_traits', result.strategy)
+        self.assertEqual([ROOT_TRAITS], self.adapter.paths)
+
+        result = self.decide(image, routes={ROOT_TRAITS: ks_exc.ConnectFailure(
+            'refused')})
+        self.assertEqual(decision.ERROR, result.outcome)
+        self.assertFalse(result.allowed)
