@@ -135,8 +135,13 @@ longer is refused before anything is sent.
 
 
 def register_opts(conf):
-    conf.register_group(GROUP)
-    conf.register_opts(ALL_OPTS, group=GROUP)
+    # NOTE: ConfigOpts.register_group() keeps a shallow copy of the group,
+    # which shares the group's option table with every other ConfigOpts
+    # registering the same OptGroup object; overrides would then leak
+    # between configurations. Register a fresh group each time.
+    conf.register_group(cfg.OptGroup(GROUP.name, title=GROUP.title,
+                                      help=GROUP.help))
+    conf.register_opts(ALL_OPTS, group=GROUP.name)
 
 
 def list_opts():

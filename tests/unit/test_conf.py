@@ -141,3 +141,15 @@ class RegisterTest(base.TestCase):
         image_traits.register_opts(conf)
         conf([])
         self.assertEqual(OPTIONS, set(conf.image_traits))
+
+    def test_overrides_do_not_leak_between_configurations(self):
+        first = cfg.ConfigOpts()
+        second = cfg.ConfigOpts()
+        for conf in (first, second):
+            nit_conf.register_opts(conf)
+            conf([])
+        first.set_override('fallback_strategy', 'tree_traits',
+                           group='image_traits')
+        self.assertEqual('tree_traits', first.image_traits.fallback_strategy)
+        self.assertEqual('root_traits',
+                         second.image_traits.fallback_strategy)
