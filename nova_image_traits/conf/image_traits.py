@@ -139,8 +139,8 @@ def register_opts(conf):
     # which shares the group's option table with every other ConfigOpts
     # registering the same OptGroup object; overrides would then leak
     # between configurations. Register a fresh group each time.
-    conf.register_group(cfg.OptGroup(GROUP.name, title=GROUP.title,
-                                      help=GROUP.help))
+    group = cfg.OptGroup(GROUP.name, title=GROUP.title, help=GROUP.help)
+    conf.register_group(group)
     conf.register_opts(ALL_OPTS, group=GROUP.name)
 
 
