@@ -13,7 +13,9 @@
 
 Each test gets its own ``PlacementServer``: starting one (fresh in-memory
 database, schema, standard traits, policy) takes 15-50 ms, so sharing a
-server between tests would save little and cost isolation.
+server between tests would save little and cost isolation.  Tests that
+need a large cloud build it once per process with :func:`snapshot_of` and
+start each server from the snapshot.
 """
 
 import os
@@ -24,6 +26,26 @@ import testtools
 
 from nova_image_traits.simulate import cloud
 from nova_image_traits.simulate import server as placement_server
+
+_SNAPSHOTS = {}
+
+
+def snapshot_of(key, build):
+    """Return a database snapshot of a cloud, building it once per process.
+
+    Call it before this process starts any other placement server, e.g.
+    from :meth:`FunctionalTestCase.placement_snapshot`.
+
+    :param key: cache key naming the cloud
+    :param build: callable taking a :class:`cloud.CloudBuilder` that
+        populates an empty placement
+    :returns: bytes for ``PlacementServer(snapshot=...)``
+    """
+    if key not in _SNAPSHOTS:
+        with placement_server.PlacementServer() as server:
+            build(cloud.CloudBuilder(server.endpoint, token=server.token))
+            _SNAPSHOTS[key] = server.snapshot()
+    return _SNAPSHOTS[key]
 
 
 class RealPlacementFixture(fixtures.Fixture):
@@ -36,19 +58,23 @@ class RealPlacementFixture(fixtures.Fixture):
         placement application, e.g. to inject faults
     :param max_microversion: optional ``"X.Y"`` cap on the microversions
         the server accepts and advertises
+    :param snapshot: optional database snapshot to start from
     """
 
-    def __init__(self, middleware=None, max_microversion=None):
+    def __init__(self, middleware=None, max_microversion=None,
+                 snapshot=None):
         super().__init__()
         self.middleware = middleware
         self.max_microversion = max_microversion
+        self.snapshot = snapshot
         self.server = None
         self.builder = None
 
     def _setUp(self):
         self.server = placement_server.PlacementServer(
             middleware=self.middleware,
-            max_microversion=self.max_microversion)
+            max_microversion=self.max_microversion,
+            snapshot=self.snapshot)
         self.server.start()
         self.addCleanup(self.server.stop)
         self.builder = cloud.CloudBuilder(self.endpoint,
@@ -69,7 +95,8 @@ class FunctionalTestCase(testtools.TestCase):
     """A test case with a private, empty placement service.
 
     Subclasses may set :attr:`placement_max_microversion` or override
-    :meth:`placement_middleware` to shape the server.
+    :meth:`placement_middleware` and :meth:`placement_snapshot` to shape
+    the server.
     """
 
     #: Passed to :class:`RealPlacementFixture` as ``max_microversion``.
@@ -79,6 +106,13 @@ class FunctionalTestCase(testtools.TestCase):
         """Return a callable ``app -> app`` to wrap placement, or None."""
         return None
 
+    def placement_snapshot(self):
+        """Return a snapshot to start placement from, or None for empty.
+
+        Typically ``snapshot_of('my-cloud', build_function)``.
+        """
+        return None
+
     def setUp(self):
         super().setUp()
         timeout = int(os.environ.get('OS_TEST_TIMEOUT', 0) or 0)
@@ -86,7 +120,8 @@ class FunctionalTestCase(testtools.TestCase):
             self.useFixture(fixtures.Timeout(timeout, gentle=True))
         self.placement = self.useFixture(RealPlacementFixture(
             middleware=self.placement_middleware(),
-            max_microversion=self.placement_max_microversion))
+            max_microversion=self.placement_max_microversion,
+            snapshot=self.placement_snapshot()))
         self.server = self.placement.server
         self.builder = self.placement.builder
         self.endpoint = self.placement.endpoint

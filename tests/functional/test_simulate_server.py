@@ -274,6 +274,42 @@ class TestCloudBuilder(base.FunctionalTestCase):
         self.assertEqual((1, 39), self.builder.microversion)
 
 
+def _build_snapshot_cloud(builder):
+    builder.build_background(30, traits=['CUSTOM_BG'], name_prefix='snap')
+    builder.create_compute_node('snap-cn', traits=['CUSTOM_SNAP'])
+
+
+class TestSnapshot(base.FunctionalTestCase):
+
+    def placement_snapshot(self):
+        return base.snapshot_of('test-simulate-server', _build_snapshot_cloud)
+
+    def _names(self, query=''):
+        found = self.builder.get('/resource_providers' + query)
+        return {rp['name'] for rp in found['resource_providers']}
+
+    def test_starts_from_snapshot(self):
+        self.assertEqual(31, len(self._names()))
+        self.assertEqual({'snap-cn'}, self._names('?required=CUSTOM_SNAP'))
+        self.builder.create_compute_node('new', traits=['CUSTOM_SNAP'])
+        self.assertEqual({'snap-cn', 'new'},
+                         self._names('?required=CUSTOM_SNAP'))
+
+    def test_tests_do_not_share_changes(self):
+        # Whichever test runs second sees no 'new' provider from the other.
+        self.assertNotIn('new', self._names())
+        self.builder.create_compute_node('new')
+
+    def test_snapshot_round_trip(self):
+        self.builder.create_compute_node('extra')
+        data = self.server.snapshot()
+        self.server.stop()
+        with placement_server.PlacementServer(snapshot=data) as again:
+            found = cloud.CloudBuilder(again.endpoint).get(
+                '/resource_providers?name=extra')['resource_providers']
+            self.assertEqual(1, len(found))
+
+
 class TestMicroversionCap(base.FunctionalTestCase):
 
     placement_max_microversion = '1.30'
