@@ -109,8 +109,10 @@ class InTreeCandidatesStrategy(base.Strategy):
                 decision.INCONCLUSIVE, providers=(root,),
                 detail=('no allocation candidate on this host even without '
                         'the image traits: the host has no free capacity '
-                        'for the flavor, so placement cannot tell whether '
-                        'the traits are there'))
+                        'for the flavor, or some of its resources come '
+                        'from a sharing provider, which placement leaves '
+                        'out of in_tree queries; placement cannot tell '
+                        'whether the traits are there'))
         missing = ctx.required - self._unsuffixed_traits(body)
         return decision.Verdict(
             decision.REJECT, missing=frozenset(missing or ctx.required),

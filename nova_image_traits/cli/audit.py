@@ -1,0 +1,189 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""``nova-image-traits audit``: would every server's image still pass?
+
+For each server an administrator can see, the rebuild asked about is a
+rebuild with its *current* image on its current host: are the traits that
+image requires still satisfied there, under the strategy? That finds hosts
+whose traits changed since their servers booted, and what switching
+strategy would change.
+
+Cost. The servers are listed once (paginated) and grouped by compute node.
+Each node's resource provider is looked up once. A decision is then made
+once per (node, image, flavor) and shared by every server with that
+combination, because every strategy but ``allocation_traits`` decides from
+those alone. ``allocation_traits`` reads the server's own allocations, so
+it costs placement requests per server: about two per server, against one
+or two per node for the others.
+"""
+
+import collections
+import dataclasses
+import time
+
+from cliff import lister
+from oslo_log import log as logging
+
+from nova_image_traits import cli
+from nova_image_traits.cli import check
+from nova_image_traits import decision as nit_decision
+
+LOG = logging.getLogger(__name__)
+
+SKIPPED = 'skipped'
+
+
+@dataclasses.dataclass
+class Stats:
+    """What an audit did, for the summary line."""
+    servers: int = 0
+    nodes: int = 0
+    failed: int = 0
+    skipped: int = 0
+    decisions: int = 0
+    shared: int = 0
+    requests: int = 0
+
+
+def _flavor_key(flavor):
+    return (flavor.vcpus, flavor.memory_mb, flavor.root_gb,
+            flavor.ephemeral_gb, flavor.swap,
+            tuple(sorted(flavor.extra_specs.items())))
+
+
+class Audit(cli.CommandMixin, lister.Lister):
+    """Check whether every server's current image traits are still met.
+
+    For each server the caller can see (on HOST only with --host), runs
+    the strategy as if the server were rebuilt with its current image.
+    Exits with 1 when any server fails or cannot be checked. Progress goes
+    to stderr.
+    """
+
+    COLUMNS = ('Server', 'Name', 'Host', 'Image', 'Strategy', 'Outcome',
+               'Missing', 'Reason')
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('--host', metavar='HOST',
+                            help='Only the servers of this compute host')
+        parser.add_argument(
+            '--progress-every', metavar='N', type=int, default=100,
+            help='Write a progress line to stderr every N servers '
+                 '(default 100; 0 for none)')
+        cli.add_strategy_options(
+            parser, 'the configured [image_traits] strategy')
+        cli.add_config_option(parser)
+        check.add_cloud_options(parser, self.app.argv)
+        return parser
+
+    def run(self, parsed_args):
+        self.stats = Stats()
+        result = super().run(parsed_args)
+        if result == 0 and self.stats.failed:
+            return 1
+        return result
+
+    def take_action(self, parsed_args):
+        conf = cli.load_conf(parsed_args.config_file)
+        if parsed_args.fallback_strategy:
+            conf.set_override('fallback_strategy',
+                              parsed_args.fallback_strategy, 'image_traits')
+        names = cli.selected_strategies(parsed_args, conf)
+        cloud = check.Cloud(check.connect(self.app, parsed_args), conf,
+                            parsed_args.image_source)
+        started = time.monotonic()
+        nodes = collections.defaultdict(list)
+        for server in cloud.servers(parsed_args.host):
+            nodes[(server.compute_host or '', server.hypervisor_hostname or
+                   '')].append(server)
+        total = sum(len(group) for group in nodes.values())
+        self.stats.nodes = len(nodes)
+        rows = []
+        for _node, servers in sorted(nodes.items()):
+            # Decisions shared by the servers of this node only.
+            shared = {}
+            for server in servers:
+                rows.extend(self._audit(cloud, conf, names, server, shared))
+                self.stats.servers += 1
+                self._progress(parsed_args, total, cloud)
+        self.stats.requests += cloud.lookups
+        self._summary(time.monotonic() - started)
+        return self.COLUMNS, rows
+
+    def _audit(self, cloud, conf, names, server, shared):
+        """Return the rows of one server, sharing decisions per node."""
+        try:
+            target = cloud.target(server)
+            if not target.host or not target.node:
+                return self._skip(server, names, 'not on a host')
+            if target.volume_backed:
+                return self._skip(server, names,
+                                  'boots from a volume: no image to check')
+            image_id, props = cloud.image(target.image_id)
+            request = cloud.request(target, props, props, image_id)
+        except Exception as e:
+            # NOTE: one unreadable server must not end a long audit; it is
+            # reported as an error row and makes the exit code 1.
+            LOG.warning('Cannot audit server %(s)s: %(e)s',
+                        {'s': server.id, 'e': e})
+            self.stats.failed += 1
+            return [(server.id, server.name, server.compute_host or '-',
+                     getattr(server.image, 'id', None) or '-', name,
+                     nit_decision.ERROR, '-', str(e)) for name in names]
+        rows, failed = [], False
+        for name in names:
+            key = None
+            if cli.can_share(name, conf):
+                key = (name, request.compute_node_uuid, image_id,
+                       _flavor_key(target.flavor), target.volume_backed)
+            decision = shared.get(key) if key else None
+            if decision is None:
+                decision = cli.decide(request, conf, cloud.client, name)
+                self.stats.decisions += 1
+                self.stats.requests += decision.requests
+                if key:
+                    shared[key] = decision
+            else:
+                self.stats.shared += 1
+            failed = failed or not decision.allowed
+            rows.append((target.server_id, target.name, target.host,
+                         image_id, name, decision.outcome,
+                         cli.join(decision.missing),
+                         cli.short_reason(decision)))
+        self.stats.failed += 1 if failed else 0
+        return rows
+
+    def _skip(self, server, names, why):
+        self.stats.skipped += 1
+        return [(server.id, server.name, server.compute_host or '-',
+                 getattr(server.image, 'id', None) or '-', name, SKIPPED,
+                 '-', why) for name in names]
+
+    def _progress(self, parsed_args, total, cloud):
+        every = parsed_args.progress_every
+        done = self.stats.servers
+        if every > 0 and done % every == 0 and done < total:
+            self.app.stderr.write(
+                'audit: %d/%d servers checked, %d failed, %d placement '
+                'requests so far\n' % (
+                    done, total, self.stats.failed,
+                    self.stats.requests + cloud.lookups))
+            self.app.stderr.flush()
+
+    def _summary(self, elapsed):
+        s = self.stats
+        self.app.stderr.write(
+            'audit: %d servers on %d nodes: %d failed, %d skipped; %d '
+            'decisions made, %d shared; %d placement requests in %.1f s\n'
+            % (s.servers, s.nodes, s.failed, s.skipped, s.decisions,
+               s.shared, s.requests, elapsed))

@@ -1,0 +1,187 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""Draw provider trees as Graphviz DOT, for ``simulate -f dot``.
+
+One digraph holds one cluster per rebuild case: the host's provider tree
+(root, nested children, and the sharing providers of its aggregates, joined
+by a dashed edge), each provider with its inventory and traits. The traits
+the new image requires are green where a provider has them; the ones no
+provider has, or that the flavor forbids, or that are not valid names, are
+listed red in a note. The cluster's title gives every strategy's outcome.
+Render it with ``dot -Tsvg``.
+"""
+
+import dataclasses
+import html
+
+from cliff.formatters import base
+
+GREEN = '#1a7f37'
+RED = '#cf222e'
+ORANGE = '#bc4c00'
+_OUTCOME_COLOURS = {'accept': GREEN, 'reject': RED}
+
+
+@dataclasses.dataclass
+class Provider:
+    """One resource provider as drawn.
+
+    :ivar parent: the parent's UUID, None for a root or a sharing provider
+    :ivar usage: what the server is allocated here, ``{rc: amount}``
+    """
+    uuid: str
+    name: str
+    parent: str = None
+    traits: frozenset = frozenset()
+    inventory: dict = dataclasses.field(default_factory=dict)
+    sharing: bool = False
+    usage: dict = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass
+class Panel:
+    """One rebuild case: a tree and what the image asks of it.
+
+    :ivar verdicts: ``(strategy, outcome, fallback)`` tuples, in order
+    """
+    title: str
+    root: str
+    providers: list
+    required: frozenset = frozenset()
+    forbidden: frozenset = frozenset()
+    invalid: tuple = ()
+    verdicts: list = dataclasses.field(default_factory=list)
+
+
+def _esc(text):
+    return html.escape(str(text), quote=True)
+
+
+def _font(text, colour, bold=False):
+    inner = '<b>%s</b>' % text if bold else text
+    return '<font color="%s">%s</font>' % (colour, inner)
+
+
+def _amounts(mapping):
+    return ', '.join('%s %s' % (_esc(rc), n)
+                     for rc, n in sorted(mapping.items()))
+
+
+def _provider_label(provider, required):
+    rows = ['<b>%s</b>' % _esc(provider.name)]
+    if provider.sharing:
+        rows.append('<i>sharing provider</i>')
+    if provider.inventory:
+        rows.append(_amounts(provider.inventory))
+    if provider.usage:
+        rows.append('<i>server uses: %s</i>' % _amounts(provider.usage))
+    for trait in sorted(provider.traits):
+        if trait in required:
+            rows.append(_font('&#10004; ' + _esc(trait), GREEN, bold=True))
+        else:
+            rows.append(_esc(trait))
+    return '<%s>' % '<br/>'.join(rows)
+
+
+def _title(panel):
+    rows = ['<b>%s</b>' % _esc(panel.title)]
+    if panel.required or panel.invalid:
+        rows.append('requires: %s' % _esc(', '.join(
+            sorted(panel.required) + list(panel.invalid))))
+    verdicts = []
+    for strategy, outcome, fallback in panel.verdicts:
+        text = '%s: %s' % (_esc(strategy), _esc(outcome))
+        if fallback:
+            text += ' (via %s)' % _esc(fallback)
+        verdicts.append(_font(text, _OUTCOME_COLOURS.get(outcome, ORANGE)))
+    if verdicts:
+        rows.append(' &#183; '.join(verdicts))
+    return '<%s>' % '<br/>'.join(rows)
+
+
+def _missing_label(panel, present):
+    rows = []
+    for trait in sorted(panel.required - present):
+        rows.append(_font('&#10008; %s: on no provider' % _esc(trait), RED))
+    for trait in sorted(panel.required & panel.forbidden):
+        rows.append(_font('&#10008; %s: forbidden by the flavor'
+                          % _esc(trait), RED))
+    for prop in panel.invalid:
+        rows.append(_font('&#10008; %s: not a valid trait name'
+                          % _esc(prop), RED))
+    return '<%s>' % '<br/>'.join(rows) if rows else None
+
+
+def _node_id(index, uuid):
+    return '"c%d_%s"' % (index, uuid)
+
+
+def _panel(index, panel):
+    lines = ['  subgraph "cluster_%d" {' % index,
+             '    label=%s;' % _title(panel),
+             '    labeljust="l";']
+    present = set()
+    for rp in panel.providers:
+        present |= rp.traits
+        attrs = ['label=%s' % _provider_label(rp, panel.required)]
+        if rp.traits & panel.required:
+            attrs.append('color="%s"' % GREEN)
+        if rp.usage:
+            attrs.append('penwidth=2.5')
+        if rp.sharing:
+            attrs.append('shape=cylinder')
+        lines.append('    %s [%s];' % (
+            _node_id(index, rp.uuid), ', '.join(attrs)))
+    for rp in panel.providers:
+        if rp.parent:
+            lines.append('    %s -> %s;' % (_node_id(index, rp.parent),
+                                            _node_id(index, rp.uuid)))
+        elif rp.sharing:
+            lines.append('    %s -> %s [style=dashed, arrowhead=none, '
+                         'label="aggregate"];' % (
+                             _node_id(index, panel.root),
+                             _node_id(index, rp.uuid)))
+    missing = _missing_label(panel, present)
+    if missing:
+        lines.append('    "c%d_missing" [shape=note, color="%s", label=%s];'
+                     % (index, RED, missing))
+    lines.append('  }')
+    return lines
+
+
+def render(panels, name='nova-image-traits'):
+    """Return one DOT digraph with a cluster per :class:`Panel`."""
+    lines = ['digraph "%s" {' % _esc(name),
+             '  graph [rankdir=TB, fontname="Helvetica", fontsize=11];',
+             '  node [shape=box, style=rounded, fontname="Helvetica", '
+             'fontsize=10];',
+             '  edge [color="#57606a"];']
+    for index, panel in enumerate(panels):
+        lines.extend(_panel(index, panel))
+    lines.append('}')
+    return '\n'.join(lines) + '\n'
+
+
+class DotFormatter(base.ListFormatter):
+    """Write the DOT text of a command's single ``DOT`` column, verbatim.
+
+    Added to ``simulate``'s ``-f`` choices only: its rows carry DOT text,
+    not data, so it is not registered for every cliff command.
+    """
+
+    def add_argument_group(self, parser):
+        pass
+
+    def emit_list(self, column_names, data, stdout, parsed_args):
+        for row in data:
+            text = str(row[0])
+            stdout.write(text if text.endswith('\n') else text + '\n')
