@@ -1,0 +1,111 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""A scheduler filter that checks a rebuild's new image traits.
+
+Enable it in nova-scheduler::
+
+    [filter_scheduler]
+    available_filters = nova.scheduler.filters.all_filters
+    available_filters = \
+        nova_image_traits.filters.image_traits_filter.ImageTraitsFilter
+    enabled_filters = ...,ImageTraitsFilter
+
+(one line for the second ``available_filters``; nova loads filters by
+class path and enables them by class name, and does not read the
+``nova.scheduler.filters`` entry point).
+
+On a rebuild with a new image, nova forces the current host and runs only
+the filters with ``RUN_ON_REBUILD = True``; this one asks
+:func:`nova_image_traits.engine.decide` whether that host satisfies the new
+image's required traits. Every other request passes untouched.
+
+The filter cannot see the original image (the API has already replaced it
+in the request spec), so the ``reject`` strategy treats it as unknown; the
+conductor hook (:mod:`nova_image_traits.conductor.hook`) can see it.
+"""
+
+from oslo_log import log as logging
+
+import nova.conf
+from nova.scheduler import filters
+from nova.scheduler import utils as scheduler_utils
+
+from nova_image_traits import conf as nit_conf
+from nova_image_traits import engine
+from nova_image_traits import nova_request
+
+LOG = logging.getLogger(__name__)
+
+
+class ImageTraitsFilter(filters.BaseHostFilter):
+    """Keep the current host on rebuild only if it has the image's traits."""
+
+    # Rebuild is the only request this filter is about.
+    RUN_ON_REBUILD = True
+
+    # On rebuild there is exactly one host and one instance; on every
+    # other request the filter passes all hosts, so running it once per
+    # request is enough either way.
+    run_filter_once_per_request = True
+
+    def __init__(self):
+        super().__init__()
+        # The scheduler builds its filters once, after parsing its
+        # configuration: register [image_traits] there, not at import.
+        nit_conf.register_opts(nova.conf.CONF)
+
+    def filter_all(self, filter_obj_list, spec_obj):
+        # NOTE: BaseFilter.filter_all calls host_passes for every host. On a
+        # request that is not a rebuild we have nothing to check, so hand
+        # the list back as it is: the handler only iterates it once more
+        # (list(objs)) and no per-host call is made.
+        if not scheduler_utils.request_is_rebuild(spec_obj):
+            return filter_obj_list
+        return super().filter_all(filter_obj_list, spec_obj)
+
+    def host_passes(self, host_state, spec_obj):
+        if not scheduler_utils.request_is_rebuild(spec_obj):
+            return True
+        try:
+            return self._rebuild_passes(host_state, spec_obj)
+        except Exception:
+            # NOTE: a filter that raises leaves the server stuck in task
+            # state REBUILDING, so never let anything escape.
+            LOG.exception('ImageTraitsFilter failed for host %(host)s, '
+                          'instance %(instance)s.',
+                          {'host': getattr(host_state, 'host', None),
+                           'instance': getattr(spec_obj, 'instance_uuid',
+                                               None)})
+            return _on_error_accept()
+
+    def _rebuild_passes(self, host_state, spec_obj):
+        request = nova_request.from_request_spec(spec_obj, host_state)
+        if not request.image_properties:
+            # Same shortcut as nova's own check: no required trait, nothing
+            # to decide, no placement request.
+            return True
+        decision = engine.decide(request, conf=nova.conf.CONF)
+        if not decision.allowed:
+            LOG.debug('%(host_state)s fails image traits requirements on '
+                      'rebuild of instance %(instance)s: %(reason)s',
+                      {'host_state': host_state,
+                       'instance': request.instance_uuid,
+                       'reason': decision.user_reason()})
+        return decision.allowed
+
+
+def _on_error_accept():
+    try:
+        return nova.conf.CONF.image_traits.on_placement_error == 'accept'
+    except Exception:
+        # The options could not even be read: fail closed.
+        return False

@@ -1,0 +1,174 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""Build a :class:`~nova_image_traits.request.RebuildRequest` from nova.
+
+This is the thin layer between nova's objects and the decision engine,
+which knows nothing of nova. Two callers use it:
+
+* the scheduler filter, which sees a ``RequestSpec`` and a ``HostState``
+  (:func:`from_request_spec`);
+* the conductor hook, which sees the instance, the new image and the
+  system metadata of the *original* image
+  (:func:`from_conductor_rebuild`).
+
+Only image traits are passed on: nova's ``ImageMetaProps`` keeps just the
+``trait:<NAME>=required`` properties (as ``traits_required``) and ignores
+every other ``trait:`` value, so we do the same.
+"""
+
+from nova import utils as nova_utils
+from oslo_log import log as logging
+
+from nova_image_traits import flavor as nit_flavor
+from nova_image_traits import request as nit_request
+
+LOG = logging.getLogger(__name__)
+
+TRAIT_PREFIX = 'trait:'
+REQUIRED = 'required'
+#: The system metadata key naming the image the ``image_*`` keys describe.
+SM_BASE_IMAGE_REF = nova_utils.SM_IMAGE_PROP_PREFIX + 'base_image_ref'
+
+
+def image_properties_from_image_meta(image_meta):
+    """Return the flat Glance-style trait properties of an ``ImageMeta``.
+
+    ``ImageMeta`` only keeps the names of required traits
+    (``properties.traits_required``); this rebuilds the
+    ``trait:<NAME>=required`` properties they came from.
+
+    :param image_meta: a ``nova.objects.ImageMeta`` or None
+    :returns: a dict such as ``{'trait:HW_CPU_X86_AVX2': 'required'}``
+    """
+    if image_meta is None or 'properties' not in image_meta:
+        return {}
+    props = image_meta.properties
+    if 'traits_required' not in props or not props.traits_required:
+        return {}
+    return {TRAIT_PREFIX + name: REQUIRED for name in props.traits_required}
+
+
+def image_properties_from_system_metadata(system_metadata, image_ref=None):
+    """Return the trait properties of the image recorded in system metadata.
+
+    Nova copies every image property ``<key>`` into the instance's system
+    metadata as ``image_<key>``
+    (``nova.utils.get_system_metadata_from_image``), so a required trait
+    ``trait:<NAME>=required`` is stored under the key
+    ``image_trait:<NAME>``, next to ``image_base_image_ref``, the id of the
+    image they describe. The conductor receives the system metadata of the
+    image being replaced as ``orig_sys_metadata``.
+
+    :param system_metadata: a dict of system metadata, or None
+    :param image_ref: the id of the image the instance runs; when given,
+        system metadata that describes another image is not trusted
+    :returns: a dict of ``trait:<NAME>: required`` properties, or None when
+        the image's properties are unknown
+    """
+    if system_metadata is None:
+        return None
+    system_metadata = dict(system_metadata)
+    described = system_metadata.get(SM_BASE_IMAGE_REF)
+    if image_ref is not None and described != image_ref:
+        # NOTE: a refused rebuild leaves the *refused* image's properties in
+        # system metadata: nova's API writes them before the conductor
+        # checks, and the conductor only rolls image_ref back. Trusting
+        # them would accept a retry of the refused rebuild.
+        LOG.info('The system metadata describes image %(described)s, not '
+                 'the current image %(current)s; its image properties are '
+                 'treated as unknown.',
+                 {'described': described, 'current': image_ref})
+        return None
+    image = nova_utils.get_image_from_system_metadata(system_metadata)
+    # NOTE: filter exactly the way ImageMetaProps._set_attr_from_trait_names
+    # does, so the original and the new image are read alike.
+    return {str(key): REQUIRED
+            for key, value in image.get('properties', {}).items()
+            if str(key).startswith(TRAIT_PREFIX) and str(value) == REQUIRED}
+
+
+def flavor_from_nova(flavor):
+    """Return a :class:`~nova_image_traits.flavor.Flavor` for a nova flavor.
+
+    :param flavor: a ``nova.objects.Flavor``
+    """
+    extra_specs = {}
+    if 'extra_specs' in flavor and flavor.extra_specs:
+        extra_specs = dict(flavor.extra_specs)
+    return nit_flavor.Flavor(
+        vcpus=flavor.vcpus,
+        memory_mb=flavor.memory_mb,
+        root_gb=flavor.root_gb,
+        ephemeral_gb=flavor.ephemeral_gb,
+        swap=flavor.swap,
+        extra_specs=extra_specs,
+        name=flavor.name if 'name' in flavor else None)
+
+
+def from_request_spec(spec_obj, host_state):
+    """Build the request the scheduler filter asks about.
+
+    By the time the scheduler runs, nova's API has already replaced the
+    ``RequestSpec.image`` (and the instance's image system metadata) with
+    the new image, so the original image is unknown here.
+
+    :param spec_obj: the ``nova.objects.RequestSpec`` of the rebuild
+    :param host_state: the ``nova.scheduler.host_manager.HostState`` of the
+        instance's current host; its ``uuid`` is the compute node's uuid,
+        which is also its resource provider uuid
+    :returns: a :class:`~nova_image_traits.request.RebuildRequest`
+    """
+    image = spec_obj.image if 'image' in spec_obj else None
+    is_bfv = bool(spec_obj.is_bfv) if 'is_bfv' in spec_obj else False
+    return nit_request.RebuildRequest(
+        instance_uuid=spec_obj.instance_uuid,
+        compute_node_uuid=host_state.uuid,
+        image_properties=image_properties_from_image_meta(image),
+        flavor=flavor_from_nova(spec_obj.flavor),
+        original_image_properties=None,
+        is_volume_backed=is_bfv,
+        host=host_state.host,
+        image_id=_image_id(image))
+
+
+def from_conductor_rebuild(instance, image_meta, orig_sys_metadata,
+                           compute_node, is_volume_backed=False,
+                           orig_image_ref=None):
+    """Build the request the conductor hook asks about.
+
+    :param instance: the ``nova.objects.Instance`` being rebuilt
+    :param image_meta: the ``nova.objects.ImageMeta`` of the new image
+    :param orig_sys_metadata: the system metadata the instance had before
+        the API switched it to the new image (as the conductor's
+        ``rebuild_instance`` receives it), or None when unknown
+    :param compute_node: the ``nova.objects.ComputeNode`` the instance is on
+    :param is_volume_backed: whether the root disk is a volume
+    :param orig_image_ref: the id of the image being replaced, to check
+        that ``orig_sys_metadata`` describes it
+    :returns: a :class:`~nova_image_traits.request.RebuildRequest`
+    """
+    return nit_request.RebuildRequest(
+        instance_uuid=instance.uuid,
+        compute_node_uuid=compute_node.uuid,
+        image_properties=image_properties_from_image_meta(image_meta),
+        flavor=flavor_from_nova(instance.flavor),
+        original_image_properties=image_properties_from_system_metadata(
+            orig_sys_metadata, image_ref=orig_image_ref),
+        is_volume_backed=bool(is_volume_backed),
+        host=instance.host,
+        image_id=_image_id(image_meta))
+
+
+def _image_id(image_meta):
+    if image_meta is not None and 'id' in image_meta:
+        return image_meta.id
+    return None
