@@ -1,0 +1,264 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""``nova-image-traits check`` and ``audit`` against real nova and placement.
+
+What runs, and what stands in for what:
+
+* **nova**: its real API, conductor, scheduler and a fake-driver compute,
+  in this process (nova's functional harness, through
+  :mod:`tests.functional.nova.base`). Servers are really booted.
+* **placement**: the real placement application with an in-memory database
+  (placement's ``PlacementFixture``), reached through wsgi-intercept.
+* **Glance**: no image service can run here (Glance is not installed and
+  would need its own database, store and API server), so nova's
+  ``GlanceFixture`` stands in, as in all of nova's functional tests. The
+  commands see it only through nova's image proxy API (``GET /images/{id}``
+  at compute microversion 2.35): the connection's catalog has no image
+  service, so ``--image-source auto`` chooses that API, which is what the
+  commands do on any cloud whose catalog lacks Glance. The image service
+  path (``conn.image``) is therefore not exercised here.
+* **keystone**: none. A keystoneauth plugin serves a two-entry catalog
+  (compute and placement at their wsgi-intercept URLs) and the headers that
+  nova's stubbed auth middleware and placement's ``noauth2`` read.
+
+The commands get a real ``openstack.connection.Connection`` built on that
+session; everything they do goes over (intercepted) HTTP.
+"""
+
+import io
+import json
+import os
+import tempfile
+
+from keystoneauth1 import plugin as ks_plugin
+from keystoneauth1 import session as ks_session
+import openstack.connection
+
+import nova.conf
+from nova.tests import fixtures as nova_fixtures
+
+from nova_image_traits.cmd import cli as cli_main
+from tests.functional.nova import base
+
+CONF = nova.conf.CONF
+AVX2 = 'HW_CPU_X86_AVX2'
+GOLD = 'CUSTOM_GOLD'
+
+
+class HarnessAuth(ks_plugin.BaseAuthPlugin):
+    """A static catalog and the harness's admin credentials.
+
+    :param endpoints: service type to URL; other services are absent
+    """
+
+    def __init__(self, endpoints):
+        super().__init__()
+        self._endpoints = endpoints
+
+    def get_headers(self, session, **kwargs):
+        return {'X-Auth-Token': 'admin', 'X-Auth-User': 'admin',
+                'X-Auth-Project-Id': nova_fixtures.PROJECT_ID,
+                'X-Roles': 'reader,member,admin'}
+
+    def get_endpoint_data(self, session, *, endpoint_override=None,
+                          discover_versions=True, service_type=None,
+                          **kwargs):
+        url = endpoint_override or self._endpoints.get(service_type)
+        if not url:
+            return None
+        return super().get_endpoint_data(
+            session, endpoint_override=url,
+            discover_versions=discover_versions, **kwargs)
+
+
+class CheckAuditTest(base.ImageTraitsTestBase):
+    """Real servers on two nested hosts, judged by the commands."""
+
+    def setUp(self):
+        super().setUp()
+        # The audit test boots 12 servers; nova's default quota is 10.
+        self.flags(instances=20, group='quota')
+        self.root1, self.child1 = self.start_nested_compute('host1')
+        self.root2, self.child2 = self.start_nested_compute('host2')
+        self.placement_url = CONF.placement.endpoint_override
+        session = ks_session.Session(auth=HarnessAuth({
+            'compute': self.api_fixture.base_url,
+            'placement': self.placement_url}))
+        self.conn = openstack.connection.Connection(session=session)
+        self.addCleanup(self.conn.close)
+        # Every request the commands send to placement, as sent.
+        self.sent = []
+        session.session.hooks['response'].append(self._record)
+        self.small = self.create_flavor()
+
+    def _record(self, resp, *args, **kwargs):
+        if resp.request.url.startswith(self.placement_url):
+            self.sent.append((resp.request.method,
+                              resp.request.url[len(self.placement_url):]))
+
+    def cli(self, *argv):
+        """Run the command in this process; return (rc, stdout, stderr)."""
+        out, err = io.StringIO(), io.StringIO()
+        rc = cli_main.main(list(argv), connection=self.conn, stdout=out,
+                           stderr=err)
+        return rc, out.getvalue(), err.getvalue()
+
+    def cli_json(self, *argv):
+        rc, out, err = self.cli(*(argv + ('-f', 'json')))
+        try:
+            return rc, json.loads(out), err
+        except ValueError:
+            self.fail('not JSON (rc %s): %r; stderr: %s' % (rc, out, err))
+
+    def placement_gets(self):
+        """Count the placement requests the command sent; all are GETs.
+
+        openstacksdk's version discovery of the endpoint (a GET of the
+        endpoint URL itself, once per connection) is not counted: it is
+        the connection's, not the command's.
+        """
+        self.assertEqual(set(), {m for m, _u in self.sent} - {'GET'})
+        return len([u for _m, u in self.sent if u])
+
+    # -- check -----------------------------------------------------------
+
+    def test_check_allocated_child_every_strategy(self):
+        self.set_traits(self.root1, [AVX2])
+        self.set_traits(self.child1, [GOLD])
+        magic = self.create_flavor(
+            extra_specs={'resources1:%s' % base.CHILD_RESOURCE: '1'})
+        server = self.boot(magic, self.glance.image1['id'], host='host1')
+        before = self._get_allocations_by_server_uuid(server['id'])
+        self.assertIn(self.child1, before)
+        image = self.create_image(required=[GOLD])
+
+        rc, rows, err = self.cli_json('check', server['id'], '--image', image,
+                                      '--strategy', 'all')
+
+        self.assertEqual(0, rc, err)
+        by = {r['Strategy']: r for r in rows}
+        self.assertEqual(
+            {'reject': 'reject', 'root_traits': 'reject',
+             'tree_traits': 'accept', 'in_tree_candidates': 'reject',
+             'allocation_traits': 'accept'},
+            {name: r['Outcome'] for name, r in by.items()})
+        self.assertEqual(GOLD, by['root_traits']['Missing'])
+        self.assertEqual(GOLD, by['root_traits']['Required'])
+        self.assertIn('root_traits', by['root_traits']['Reason'])
+        self.assertEqual(0, by['reject']['Requests'])
+        self.assertGreater(by['tree_traits']['Requests'], 0)
+        # Read-only: one provider lookup and the decisions, all GETs.
+        self.assertEqual(1 + sum(r['Requests'] for r in rows),
+                         self.placement_gets())
+        self.assertIn(('GET', '/resource_providers?name=host1'), self.sent)
+        server = self.admin_api.get_server(server['id'])
+        self.assertEqual('ACTIVE', server['status'])
+        self.assertEqual(self.glance.image1['id'], server['image']['id'])
+        self.assertEqual(
+            before, self._get_allocations_by_server_uuid(server['id']))
+
+    def test_check_by_name_with_configured_strategy(self):
+        self.set_traits(self.root1, [AVX2])
+        server = self.boot(self.small, self.glance.image1['id'],
+                           host='host1')
+        self.create_image(required=[AVX2], name='avx2-image')
+        with tempfile.NamedTemporaryFile('w', suffix='.conf',
+                                         delete=False) as f:
+            f.write('[image_traits]\nstrategy = root_traits\n')
+        self.addCleanup(os.unlink, f.name)
+
+        rc, rows, err = self.cli_json('check', server['name'], '--image',
+                                      'avx2-image', '--config-file', f.name)
+
+        self.assertEqual(0, rc, err)
+        self.assertEqual([('root_traits', 'accept', True)],
+                         [(r['Strategy'], r['Outcome'], r['Allowed'])
+                          for r in rows])
+
+        rc, rows, err = self.cli_json('check', server['name'], '--image',
+                                      'avx2-image')
+        self.assertEqual(['in_tree_candidates'],
+                         [r['Strategy'] for r in rows])
+        self.assertEqual('accept', rows[0]['Outcome'])
+
+    def test_check_unknown_server_fails_cleanly(self):
+        rc, out, err = self.cli('check', 'no-such-server', '--image',
+                                self.glance.image1['id'])
+        self.assertEqual(1, rc)
+        self.assertEqual('', out)
+        self.assertIn('no-such-server', err)
+        self.assertNotIn('Traceback', err)
+
+    # -- audit -----------------------------------------------------------
+
+    def _boot_many(self, image, per_host):
+        servers = {}
+        for host in ('host1', 'host2'):
+            servers[host] = [self.boot(self.small, image, host=host)['id']
+                             for _i in range(per_host)]
+        return servers
+
+    def test_audit_requests_grow_with_hosts_not_servers(self):
+        self.set_traits(self.root1, [AVX2])
+        self.set_traits(self.root2, [AVX2])
+        image = self.create_image(required=[AVX2])
+        servers = self._boot_many(image, per_host=6)
+        # The trait disappears from host2 after its servers booted.
+        self.set_traits(self.root2, [])
+
+        rc, rows, err = self.cli_json('audit', '--strategy', 'root_traits')
+
+        self.assertEqual(1, rc, err)
+        outcomes = {r['Server']: (r['Host'], r['Outcome']) for r in rows}
+        self.assertEqual(12, len(outcomes))
+        for host, expected in (('host1', 'accept'), ('host2', 'reject')):
+            for uuid in servers[host]:
+                self.assertEqual((host, expected), outcomes[uuid])
+        self.assertEqual({AVX2}, {r['Missing'] for r in rows
+                                  if r['Host'] == 'host2'})
+        # Per host: one provider lookup and one decision (root traits),
+        # shared by its 6 servers: 4 requests for 12 servers.
+        self.assertEqual(2 * 2, self.placement_gets())
+        self.assertIn('12 servers on 2 nodes: 6 failed', err)
+        self.assertIn('2 decisions made, 10 shared; 4 placement requests',
+                      err)
+
+        # allocation_traits reads each server's allocations: its cost is
+        # per server (allocations + the root's traits), plus the lookups.
+        del self.sent[:]
+        rc, rows, err = self.cli_json('audit', '--strategy',
+                                      'allocation_traits')
+        self.assertEqual(1, rc, err)
+        self.assertEqual(2 + 12 * 2, self.placement_gets())
+        self.assertIn('12 decisions made, 0 shared', err)
+
+    def test_audit_host_filter_progress_and_success(self):
+        self.set_traits(self.root1, [AVX2])
+        self.set_traits(self.root2, [AVX2])
+        image = self.create_image(required=[AVX2])
+        servers = self._boot_many(image, per_host=3)
+
+        rc, rows, err = self.cli_json('audit', '--host', 'host1',
+                                      '--strategy', 'all',
+                                      '--progress-every', '1')
+
+        self.assertEqual(0, rc, err)
+        self.assertEqual(set(servers['host1']), {r['Server'] for r in rows})
+        self.assertEqual(3 * 5, len(rows))
+        # The current image passes every strategy, reject included: its
+        # traits were checked at boot.
+        self.assertEqual({'accept'}, {r['Outcome'] for r in rows})
+        self.assertIn('audit: 1/3 servers checked, 0 failed', err)
+        self.assertIn('audit: 2/3 servers checked', err)
+        self.assertIn('3 servers on 1 nodes: 0 failed', err)
+        self.assertNotIn('/resource_providers?name=host2',
+                         [u for _m, u in self.sent])
