@@ -32,10 +32,7 @@ from nova_image_traits import cli
 from nova_image_traits import flavor as nit_flavor
 from nova_image_traits import traits as nit_traits
 
-try:  # pragma: no cover - os-resource-classes comes with placement
-    import os_resource_classes
-except ImportError:  # pragma: no cover
-    os_resource_classes = None
+import os_resource_classes
 
 _CUSTOM_RC = re.compile(r'^CUSTOM_[A-Z0-9_]+$')
 
@@ -322,7 +319,7 @@ def _resource_class(value, walker):
     name = _string(value, walker)
     if _CUSTOM_RC.match(name):
         return name
-    if os_resource_classes is None or name in os_resource_classes.STANDARDS:
+    if name in os_resource_classes.STANDARDS:
         return name
     raise _Invalid('%s is neither a standard resource class nor a valid '
                    'CUSTOM_ one' % nit_traits.quote(name))

@@ -92,6 +92,13 @@ class NoNovaImportTest(base.TestCase):
         for name in integration:
             self.assertIn(name, result['failed'])
             del result['failed'][name]
+        # The in-process placement needs the [simulate] extra
+        # (openstack-placement), never nova.
+        for name, error in list(result['failed'].items()):
+            if (name.startswith('nova_image_traits.simulate.') and
+                    error.startswith('ModuleNotFoundError') and
+                    "'nova" not in error):
+                del result['failed'][name]
         self.assertEqual({}, result['failed'])
         self.assertEqual([], result['nova'])
 
