@@ -38,8 +38,8 @@ _STRATEGY_CHOICES = [
     ('root_traits', 'Compare with the traits of the compute node root '
                     'provider. One placement request.'),
     ('tree_traits', 'Compare with the union of the traits of every '
-                    'provider in the compute node tree. One request, plus '
-                    'one per trait the root lacks.'),
+                    'provider in the compute node tree. One request, two '
+                    'when the root lacks a trait.'),
     ('in_tree_candidates', 'Ask GET /allocation_candidates restricted to '
                            'the compute node tree, which judges traits '
                            'exactly as a new boot on this host would. '

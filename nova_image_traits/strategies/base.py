@@ -50,6 +50,14 @@ class Strategy(metaclass=abc.ABCMeta):
         """Return a :class:`~nova_image_traits.decision.Verdict`."""
 
     @staticmethod
+    def request_groups(ctx):
+        """Return the request groups a boot of this server would send."""
+        request = ctx.request
+        if request.request_groups is not None:
+            return list(request.request_groups)
+        return request.flavor.request_groups(request.is_volume_backed)
+
+    @staticmethod
     def provider_traits(ctx, rp_uuid):
         """Return the traits of one provider (one request)."""
         url = '/resource_providers/%s/traits' % placement.quote(rp_uuid)

@@ -76,7 +76,7 @@ class InTreeCandidatesStrategy(base.Strategy):
             session.max_version(),
             placement.parse_version(PREFERRED_VERSION)))
         root = ctx.request.compute_node_uuid
-        groups = self._groups(ctx)
+        groups = self.request_groups(ctx)
         policy = ctx.request.flavor.group_policy
         if not any(g.resources for g in groups if not g.suffix):
             # NOTE: image traits belong to the unsuffixed group; placement
@@ -119,13 +119,6 @@ class InTreeCandidatesStrategy(base.Strategy):
             providers=self._providers(body),
             detail=('no allocation candidate on this host with the image '
                     'traits'))
-
-    @staticmethod
-    def _groups(ctx):
-        request = ctx.request
-        if request.request_groups is not None:
-            return list(request.request_groups)
-        return request.flavor.request_groups(request.is_volume_backed)
 
     @staticmethod
     def _params(groups, root, image_traits, group_policy):

@@ -16,6 +16,11 @@ from nova_image_traits import placement
 from nova_image_traits.strategies import base
 
 
+#: in_tree on GET /allocation_candidates (1.31); provider_summaries list
+#: every provider of a candidate's tree, with its traits, since 1.29.
+SUMMARIES_VERSION = '1.31'
+
+
 class TreeTraitsStrategy(base.Strategy):
     """Compare with the union of the traits of every provider in the tree.
 
@@ -24,9 +29,14 @@ class TreeTraitsStrategy(base.Strategy):
     nested provider, allocated to the server or not. Sharing providers are
     outside the tree and do not count.
 
-    Requests: one for the root's traits; then, for each required trait the
-    root lacks, one ``GET /resource_providers?in_tree=<root>&required=<T>``
-    (microversion 1.18). The cost does not grow with the size of the tree.
+    Requests: one for the root's traits, which settles the common case.
+    When the root lacks one trait, one
+    ``GET /resource_providers?in_tree=<root>&required=<T>``. When it lacks
+    several, one ``GET /allocation_candidates?in_tree=<root>&limit=1`` for
+    the flavor's own resources, whose provider summaries carry the traits
+    of every provider in the tree; only if that finds no candidate (a full
+    host) is each missing trait asked about in turn. None of this grows
+    with the size of the tree.
     """
 
     name = 'tree_traits'
@@ -36,24 +46,66 @@ class TreeTraitsStrategy(base.Strategy):
         root = ctx.request.compute_node_uuid
         missing = set(ctx.required - self.provider_traits(ctx, root))
         providers = [root]
-        for trait in sorted(missing):
-            url = '/resource_providers'
-            try:
-                body = ctx.placement.get(
-                    url, [('in_tree', root), ('required', trait)],
-                    version='1.18')
-            except exception.PlacementUnknownTraits:
-                # No provider anywhere has a trait placement does not know.
-                continue
-            found = placement.require(
-                body.get('resource_providers'), list, url,
-                'resource_providers')
-            if found:
-                missing.discard(trait)
-                for rp in found:
-                    uuid = rp.get('uuid') if isinstance(rp, dict) else None
-                    if uuid and uuid not in providers:
+        if len(missing) > 1:
+            summaries = self._tree_summaries(ctx, root)
+            if summaries is not None:
+                for uuid, summary in sorted(summaries.items()):
+                    found = missing & set(summary.get('traits') or ())
+                    if found:
+                        missing -= found
                         providers.append(str(uuid))
+                return self._verdict(missing, providers)
+        for trait in sorted(missing):
+            for uuid in self._providers_with(ctx, root, trait):
+                missing.discard(trait)
+                if uuid not in providers:
+                    providers.append(uuid)
+        return self._verdict(missing, providers)
+
+    @staticmethod
+    def _verdict(missing, providers):
         return decision.Verdict(
             decision.REJECT if missing else decision.ACCEPT,
             missing=frozenset(missing), providers=tuple(providers))
+
+    @staticmethod
+    def _providers_with(ctx, root, trait):
+        url = '/resource_providers'
+        try:
+            body = ctx.placement.get(
+                url, [('in_tree', root), ('required', trait)],
+                version='1.18')
+        except exception.PlacementUnknownTraits:
+            # No provider anywhere has a trait placement does not know.
+            return []
+        found = placement.require(body.get('resource_providers'), list,
+                                  url, 'resource_providers')
+        return [str(rp['uuid']) for rp in found
+                if isinstance(rp, dict) and rp.get('uuid')]
+
+    def _tree_summaries(self, ctx, root):
+        """Return {uuid: summary} for every provider in the tree, or None.
+
+        None when placement is too old, the flavor asks for no unsuffixed
+        resources, or no candidate fits (the host is full).
+        """
+        if not ctx.placement.supports(SUMMARIES_VERSION):
+            return None
+        unsuffixed = [g for g in self.request_groups(ctx) if not g.suffix]
+        if not unsuffixed or not unsuffixed[0].resources:
+            return None
+        url = '/allocation_candidates'
+        body = ctx.placement.get(url, [
+            ('resources', ','.join('%s:%d' % (rc, n) for rc, n in sorted(
+                unsuffixed[0].resources.items()))),
+            ('in_tree', root), ('limit', '1')],
+            version=SUMMARIES_VERSION)
+        candidates = placement.require(body.get('allocation_requests'),
+                                       list, url, 'allocation_requests')
+        summaries = placement.require(body.get('provider_summaries'),
+                                      dict, url, 'provider_summaries')
+        if not candidates:
+            return None
+        for summary in summaries.values():
+            placement.require(summary, dict, url, 'a provider summary')
+        return summaries

@@ -315,3 +315,54 @@ class TestRequestCounts(StrategyTestBase):
             result = self.decide(node, strategy)
             self.assertLessEqual(result.requests, 3, strategy)
             self.assertEqual(len(self.placement_gets()), result.requests)
+
+
+class TestTreeTraitsManyTraits(StrategyTestBase):
+    """Several traits the root lacks cost one more request, not one each."""
+
+    TRAITS = ['CUSTOM_ON_CHILD_%d' % i for i in range(3)]
+
+    def _host(self, children_with):
+        self.builder.ensure_traits(self.TRAITS)
+        node = self.build_host('nowhere', children=8)
+        tree = self.placement_request(
+            'GET', '/resource_providers?in_tree=%s' % node, '1.14').json()
+        kids = sorted(rp['uuid'] for rp in tree['resource_providers']
+                      if rp['uuid'] != node)
+        for kid, trait in zip(kids, children_with):
+            self.builder.set_traits(kid, [trait])
+        return node
+
+    def _decide(self, node, traits):
+        self.conf.set_override('strategy', 'tree_traits', 'image_traits')
+        self.client.max_version(self.client.start(5, 8000))
+        self.server.reset_recorder()
+        req = nit_request.RebuildRequest(
+            instance_uuid=self.instance, compute_node_uuid=node,
+            image_properties={'trait:%s' % t: 'required' for t in traits},
+            flavor=FLAVOR)
+        return engine.decide(req, conf=self.conf, client=self.client)
+
+    def test_traits_on_three_children_in_two_requests(self):
+        node = self._host(self.TRAITS)
+        result = self._decide(node, self.TRAITS)
+        self.assertEqual(A, result.outcome)
+        self.assertEqual(2, result.requests)
+        self.assertEqual(2, len(self.placement_gets()))
+        self.assertEqual(4, len(result.providers))
+
+    def test_one_of_three_missing_in_two_requests(self):
+        node = self._host(self.TRAITS[:2])
+        result = self._decide(node, self.TRAITS)
+        self.assertEqual(R, result.outcome)
+        self.assertEqual({self.TRAITS[2]}, set(result.missing))
+        self.assertEqual(2, result.requests)
+
+    def test_full_host_asks_trait_by_trait(self):
+        node = self._host(self.TRAITS[:2])
+        self.builder.fill(node, 'VCPU')
+        result = self._decide(node, self.TRAITS)
+        self.assertEqual(R, result.outcome)
+        self.assertEqual({self.TRAITS[2]}, set(result.missing))
+        # root, the empty candidates query, then one query per trait
+        self.assertEqual(5, result.requests)

@@ -183,13 +183,44 @@ class TreeTraitsTest(base.TestCase):
         self.assertEqual(2, session.requests)
         self.assertEqual('1.18', session.calls[1][2])
 
-    def test_nowhere(self):
+    def _summaries_key(self):
+        return ('/allocation_candidates', (
+            ('resources', 'DISK_GB:10,MEMORY_MB:1024,VCPU:2'),
+            ('in_tree', ROOT), ('limit', '1')))
+
+    def test_several_missing_read_from_tree_summaries(self):
         session = fakes.ScriptedSession({
             ROOT_TRAITS: {'traits': []},
+            self._summaries_key(): {
+                'allocation_requests': [{'allocations': {ROOT: {}}}],
+                'provider_summaries': {
+                    ROOT: {'traits': []},
+                    CHILD: {'traits': [BLUE]}}}})
+        verdict = self.strategy.evaluate(_ctx([GOLD, BLUE], session))
+        self.assertEqual(decision.REJECT, verdict.outcome)
+        self.assertEqual(frozenset([GOLD]), verdict.missing)
+        self.assertEqual((ROOT, CHILD), verdict.providers)
+        self.assertEqual(2, session.requests)
+
+    def test_several_missing_on_a_full_host_asked_one_by_one(self):
+        session = fakes.ScriptedSession({
+            ROOT_TRAITS: {'traits': []},
+            self._summaries_key(): {'allocation_requests': [],
+                                    'provider_summaries': {}},
             _in_tree_key(GOLD): {'resource_providers': []},
             _in_tree_key(BLUE): {'resource_providers': [{'uuid': CHILD}]}})
         verdict = self.strategy.evaluate(_ctx([GOLD, BLUE], session))
         self.assertEqual(decision.REJECT, verdict.outcome)
+        self.assertEqual(frozenset([GOLD]), verdict.missing)
+        self.assertEqual(4, session.requests)
+
+    def test_several_missing_on_old_placement_asked_one_by_one(self):
+        session = fakes.ScriptedSession({
+            ROOT_TRAITS: {'traits': []},
+            _in_tree_key(GOLD): {'resource_providers': []},
+            _in_tree_key(BLUE): {'resource_providers': [{'uuid': CHILD}]}},
+            max_version=(1, 30))
+        verdict = self.strategy.evaluate(_ctx([GOLD, BLUE], session))
         self.assertEqual(frozenset([GOLD]), verdict.missing)
         self.assertEqual(3, session.requests)
 
