@@ -64,6 +64,23 @@ def decide(request, conf=None, client=None, logger=None):
     return result
 
 
+def fails_open(conf):
+    """Whether an unexpected failure should let a rebuild through.
+
+    The filter and the conductor hook use it when something other than
+    placement fails around :func:`decide`. It follows
+    ``[image_traits] on_placement_error``, and fails closed when even the
+    options cannot be read.
+
+    :param conf: the ConfigOpts the decision reads
+    """
+    try:
+        nit_conf.register_opts(conf)
+        return conf.image_traits.on_placement_error == 'accept'
+    except Exception:
+        return False
+
+
 def _refuse(result, outcome, cause, message, detail=''):
     result.outcome = outcome
     result.allowed = False

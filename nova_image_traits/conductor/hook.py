@@ -303,13 +303,6 @@ def _is_volume_backed(context, instance, capture):
     return compute_utils.is_volume_backed_instance(context, instance)
 
 
-def _on_error_accept(conf):
-    try:
-        return conf.image_traits.on_placement_error == 'accept'
-    except Exception:
-        return False
-
-
 def validate_image_traits_for_rebuild(self, context, instance, image_ref):
     """Our ``ComputeTaskManager._validate_image_traits_for_rebuild``.
 
@@ -346,7 +339,7 @@ def validate_image_traits_for_rebuild(self, context, instance, image_ref):
         # rebuild_instance only handles NoValidHost and a few others.
         LOG.exception('The image traits check failed unexpectedly for the '
                       'rebuild to image %s.', image_ref, instance=instance)
-        if _on_error_accept(conf):
+        if engine.fails_open(conf):
             LOG.warning('Allowing the rebuild unchecked because '
                         '[image_traits] on_placement_error=accept.',
                         instance=instance)

@@ -85,7 +85,7 @@ class ImageTraitsFilter(filters.BaseHostFilter):
                           {'host': getattr(host_state, 'host', None),
                            'instance': getattr(spec_obj, 'instance_uuid',
                                                None)})
-            return _on_error_accept()
+            return engine.fails_open(nova.conf.CONF)
 
     def _rebuild_passes(self, host_state, spec_obj):
         request = nova_request.from_request_spec(spec_obj, host_state)
@@ -101,11 +101,3 @@ class ImageTraitsFilter(filters.BaseHostFilter):
                        'instance': request.instance_uuid,
                        'reason': decision.user_reason()})
         return decision.allowed
-
-
-def _on_error_accept():
-    try:
-        return nova.conf.CONF.image_traits.on_placement_error == 'accept'
-    except Exception:
-        # The options could not even be read: fail closed.
-        return False

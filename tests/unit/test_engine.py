@@ -325,3 +325,18 @@ class ReasonAndLogTest(EngineTestCase):
             'refused')})
         self.assertEqual(decision.ERROR, result.outcome)
         self.assertFalse(result.allowed)
+
+
+class FailsOpenTest(base.TestCase):
+
+    def test_follows_on_placement_error(self):
+        self.assertFalse(engine.fails_open(self.conf))
+        self.conf.set_override('on_placement_error', 'accept',
+                               group='image_traits')
+        self.assertTrue(engine.fails_open(self.conf))
+
+    def test_unreadable_options_fail_closed(self):
+        class Broken(object):
+            def __getattr__(self, name):
+                raise RuntimeError(name)
+        self.assertFalse(engine.fails_open(Broken()))
