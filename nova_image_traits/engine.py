@@ -126,7 +126,7 @@ def _decide(request, conf, opts, client, result):
     session = None
     try:
         if client is None:
-            client = placement.get_client(conf)
+            client = placement.get_client(conf, opts.decision_timeout)
         session = client.start(opts.decision_timeout, opts.max_url_length)
         ctx = base.Context(request, wanted.required, session)
         verdict, name = _run(opts.strategy, 'strategy', ctx), None
@@ -136,7 +136,7 @@ def _decide(request, conf, opts, client, result):
                       'to %(f)s', {'s': opts.strategy, 'd': verdict.detail,
                                    'f': opts.fallback_strategy})
             first = verdict
-            name = opts.fallback_strategy
+            name = result.fallback = opts.fallback_strategy
             verdict = _run(name, 'fallback_strategy', ctx)
             verdict = nit_decision.Verdict(
                 verdict.outcome, verdict.missing,

@@ -30,7 +30,9 @@ import weakref
 
 from keystoneauth1 import exceptions as ks_exc
 from keystoneauth1 import loading as ks_loading
+from keystoneauth1 import session as ks_session
 import openstack
+import openstack.exceptions
 from oslo_log import log as logging
 
 from nova_image_traits.conf import placement as placement_conf
@@ -44,6 +46,8 @@ _CLIENTS = {}
 # in a required parameter (placement.exception.TraitNotFound).
 _UNKNOWN_TRAITS = re.compile(r'No such trait\(s\): ([A-Z0-9_, ]+)')
 _CLIENTS_LOCK = threading.Lock()
+#: Connections kept to placement per process (requests' default size).
+POOL_SIZE = 10
 
 
 def parse_version(text):
@@ -56,15 +60,26 @@ def format_version(version):
     return '%d.%d' % tuple(version)
 
 
-def build_adapter(conf):
+def build_adapter(conf, timeout=None):
     """Build the placement proxy from ``[placement]`` in ``conf``.
 
     :param conf: a ConfigOpts with the ``[placement]`` options registered
+    :param timeout: the longest wait for placement's version document,
+        which openstacksdk reads while building the proxy, when
+        ``[placement] timeout`` is not set
     """
     group = placement_conf.GROUP
     auth = ks_loading.load_auth_from_conf_options(conf, group)
     session = ks_loading.load_session_from_conf_options(
         conf, group, auth=auth)
+    if session.timeout is None and timeout:
+        session.timeout = timeout
+    # NOTE: one bounded pool shared by every decision of the process.
+    # requests' default pool does not block: every thread beyond its size
+    # opens a connection of its own and throws it away after one request.
+    for scheme in ('http://', 'https://'):
+        session.session.mount(scheme, ks_session.TCPKeepAliveAdapter(
+            pool_maxsize=POOL_SIZE, pool_block=True))
     conn = openstack.connection.Connection(
         session=session, oslo_conf=conf,
         service_types={placement_conf.DEFAULT_SERVICE_TYPE},
@@ -74,16 +89,23 @@ def build_adapter(conf):
     return proxy
 
 
-def get_client(conf):
+def get_client(conf, timeout=None):
     """Return this process's client for ``conf``, building it once.
 
     One client per process means one microversion negotiation per process
     and one connection pool shared by every decision.
+
+    :param timeout: see :func:`build_adapter`
+    :raises: PlacementUnreachable when the client cannot be built
     """
     with _CLIENTS_LOCK:
         ref, client = _CLIENTS.get(id(conf), (None, None))
         if ref is None or ref() is not conf:
-            client = PlacementClient(build_adapter(conf))
+            try:
+                client = PlacementClient(build_adapter(conf, timeout))
+            except (ks_exc.ClientException,
+                    openstack.exceptions.SDKException) as e:
+                raise exception.PlacementUnreachable(url='/', why=_why(e))
             _CLIENTS[id(conf)] = (weakref.ref(conf), client)
         return client
 
@@ -106,6 +128,18 @@ class PlacementClient(object):
         session = getattr(adapter, 'session', None)
         #: [placement] timeout, keystoneauth's per-request timeout.
         self.request_timeout = getattr(session, 'timeout', None)
+        #: keystoneauth's retries and their delays ([placement]).
+        self.retries = {
+            'connect_retries': getattr(adapter, 'connect_retries', None),
+            'status_code_retries': getattr(adapter, 'status_code_retries',
+                                           None),
+        }
+        self.delays = {
+            'connect_retry_delay': getattr(adapter, 'connect_retry_delay',
+                                           None),
+            'status_code_retry_delay': getattr(
+                adapter, 'status_code_retry_delay', None),
+        }
         self._lock = threading.Lock()
         self._max_version = None
 
@@ -140,8 +174,40 @@ class PlacementClient(object):
                 self._max_version = top
             return self._max_version
 
-    def request(self, url, version, timeout):
-        kwargs = {'raise_exc': False, 'timeout': timeout}
+    def budget(self, remaining):
+        """Fit keystoneauth's retries into ``remaining`` seconds.
+
+        Returns the keyword arguments of one request: keystoneauth's retry
+        counts and fixed delays from ``[placement]``, trimmed so that
+        the delays take at most half of ``remaining``, and a timeout
+        per attempt such that all attempts take at most the other half.
+        Without retries the one attempt may use all of it. Never longer
+        than ``[placement] timeout`` per attempt.
+
+        :param remaining: seconds left in the decision
+        """
+        kwargs = {}
+        attempts = 1
+        delays_left = remaining / 2.0
+        for kind in ('connect', 'status_code'):
+            retries = self.retries[kind + '_retries'] or 0
+            # NOTE: a fixed delay; keystoneauth's default backs off
+            # exponentially from 0.5 s, which no deadline can plan for.
+            delay = self.delays[kind + '_retry_delay'] or 0.5
+            retries = max(0, min(retries, int(delays_left / delay)))
+            delays_left -= retries * delay
+            kwargs[kind + '_retries'] = retries
+            kwargs[kind + '_retry_delay'] = delay
+            attempts += retries
+        timeout = remaining if attempts == 1 else remaining / 2.0 / attempts
+        if self.request_timeout:
+            timeout = min(timeout, self.request_timeout)
+        kwargs['timeout'] = timeout
+        return kwargs
+
+    def request(self, url, version, remaining):
+        kwargs = {'raise_exc': False}
+        kwargs.update(self.budget(remaining))
         if version is not None:
             kwargs['microversion'] = version
         return self._adapter.get(url, **kwargs)
@@ -191,19 +257,21 @@ class PlacementSession(object):
         remaining = self._deadline - time.monotonic()
         if remaining <= 0:
             raise exception.DecisionDeadlineExceeded(limit=self._timeout)
-        timeout = remaining
-        if self.client.request_timeout:
-            timeout = min(timeout, self.client.request_timeout)
         self.requests += 1
         try:
-            resp = self.client.request(url, version, timeout)
+            resp = self.client.request(url, version, remaining)
         except ks_exc.ConnectTimeout as e:
             raise exception.PlacementTimeout(url=url, why=_why(e))
         except ks_exc.RequestTimeout as e:
             raise exception.PlacementTimeout(url=url, why=_why(e))
         except (ks_exc.ConnectFailure, ks_exc.EndpointNotFound,
-                ks_exc.DiscoveryFailure) as e:
+                ks_exc.DiscoveryFailure, ks_exc.SSLError) as e:
             raise exception.PlacementUnreachable(url=url, why=_why(e))
+        except ks_exc.UnknownConnectionError as e:
+            # requests' ChunkedEncodingError and friends: the body was cut
+            # short or could not be decoded.
+            raise exception.PlacementMalformedResponse(
+                method='GET', url=url, why=_why(e))
         except ks_exc.ClientException as e:
             raise exception.PlacementError(why=_why(e))
         if resp.status_code != 200:
@@ -230,8 +298,10 @@ def _http_error(url, resp):
                         for e in errors) or resp.reason
     except Exception:
         why = resp.reason or 'no error document'
-    why = str(why).strip().replace('\n', ' ')[:300]
+    why = str(why).strip().replace('\n', ' ')
+    # NOTE: before shortening: the names may be long and many.
     unknown = _UNKNOWN_TRAITS.search(why)
+    why = why[:300]
     if resp.status_code == 400 and unknown:
         names = sorted(n.strip() for n in unknown.group(1).split(',')
                        if n.strip())

@@ -115,9 +115,10 @@ def _flatten_properties(image):
     """
     props = getattr(image, 'properties', None)
     if props is not None and not isinstance(image, dict):
-        names = getattr(props, 'traits_required', None)
         try:
-            names = list(names or [])
+            # NOTE: an unset field of a nova object raises
+            # NotImplementedError, not AttributeError.
+            names = list(getattr(props, 'traits_required', None) or [])
         except Exception:
             names = []
         return {TRAIT_PREFIX + str(n): REQUIRED for n in names}

@@ -195,7 +195,9 @@ class RequestTest(base.TestCase):
             (ks_exc.DiscoveryFailure('no version document'),
              exception.PlacementUnreachable, 'unreachable'),
             (ks_exc.SSLError('bad certificate'),
-             exception.PlacementError, 'placement-error'),
+             exception.PlacementUnreachable, 'unreachable'),
+            (ks_exc.UnknownConnectionError('body cut short', ValueError()),
+             exception.PlacementMalformedResponse, 'malformed-response'),
         ]
         for raised, kind, cause in cases:
             err = self._error(raised)
@@ -291,7 +293,45 @@ class GetClientTest(base.TestCase):
         with mock.patch.object(placement, 'build_adapter') as build:
             first = placement.get_client(self.conf)
             self.assertIs(first, placement.get_client(self.conf))
-            build.assert_called_once_with(self.conf)
+            build.assert_called_once_with(self.conf, None)
             placement.reset_clients()
             self.assertIsNot(first, placement.get_client(self.conf))
             self.assertEqual(2, build.call_count)
+
+
+class BudgetTest(base.TestCase):
+
+    def _client(self, **retries):
+        adapter = mock.Mock(spec=['get', 'session', 'connect_retries',
+                                  'status_code_retries',
+                                  'connect_retry_delay',
+                                  'status_code_retry_delay'])
+        adapter.session = mock.Mock(timeout=retries.pop('timeout', None))
+        for name in ('connect_retries', 'status_code_retries',
+                     'connect_retry_delay', 'status_code_retry_delay'):
+            setattr(adapter, name, retries.get(name))
+        return placement.PlacementClient(adapter)
+
+    def test_no_retries_use_all_the_time(self):
+        kwargs = self._client().budget(4.0)
+        self.assertEqual(4.0, kwargs['timeout'])
+        self.assertEqual(0, kwargs['connect_retries'])
+
+    def test_placement_timeout_caps_each_attempt(self):
+        self.assertEqual(1.5, self._client(timeout=1.5).budget(4.0)[
+            'timeout'])
+
+    def test_retries_and_delays_fit_the_deadline(self):
+        client = self._client(connect_retries=10, status_code_retries=10,
+                              connect_retry_delay=0.2,
+                              status_code_retry_delay=0.3)
+        for remaining in (0.1, 0.5, 1.0, 3.0, 20.0):
+            kw = client.budget(remaining)
+            attempts = 1 + kw['connect_retries'] + kw['status_code_retries']
+            worst = (attempts * kw['timeout'] +
+                     kw['connect_retries'] * kw['connect_retry_delay'] +
+                     kw['status_code_retries'] *
+                     kw['status_code_retry_delay'])
+            self.assertLessEqual(worst, remaining + 1e-9, kw)
+        # With enough time every configured retry is kept.
+        self.assertEqual(10, client.budget(20.0)['connect_retries'])
