@@ -1,0 +1,119 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""Time :func:`nova_image_traits.engine.decide` for every strategy.
+
+Each decision is timed by the caller (``time.perf_counter``) and its
+placement requests are counted twice: by the engine
+(``Decision.requests``) and by the server's recorder. The process-wide
+placement client negotiates its microversion once; :meth:`Engine.negotiate`
+measures that first decision on its own so that steady-state samples never
+include it.
+"""
+
+import dataclasses
+import time
+
+from oslo_config import cfg
+
+from nova_image_traits import conf as nit_conf
+from nova_image_traits import engine
+from nova_image_traits import placement
+
+from benchmarks import scenario
+
+#: Every strategy, in report order; ``reject`` never calls placement.
+STRATEGIES = ('reject', 'root_traits', 'tree_traits', 'in_tree_candidates',
+              'allocation_traits')
+#: The microversion discovery request.
+VERSION_REQUEST = ('GET', '/')
+
+
+@dataclasses.dataclass
+class Sample:
+    """One timed decision.
+
+    :ivar seconds: wall-clock latency seen by the caller
+    :ivar cpu: CPU seconds of the whole process (client and server)
+    :ivar requests: ``Decision.requests``
+    :ivar recorded: requests the placement server saw
+    :ivar outcome: the decision's outcome, with the fallback if one decided
+    :ivar discovery: whether a ``GET /`` was among the requests
+    """
+    seconds: float
+    cpu: float
+    requests: int
+    recorded: int
+    outcome: str
+    discovery: bool
+
+
+class Engine(object):
+    """Our engine, pointed at the benchmark placement.
+
+    :param cloud: the :class:`~benchmarks.scenario.Cloud`
+    """
+
+    def __init__(self, cloud):
+        self.cloud = cloud
+        path = cloud.placement_conf_file('nova-image-traits.conf')
+        self.conf = cfg.ConfigOpts()
+        nit_conf.register_opts(self.conf)
+        self.conf(['--config-file', path], project='nova-image-traits',
+                  default_config_files=[], default_config_dirs=[])
+        placement.reset_clients()
+
+    def decide(self, strategy, host, case):
+        """Run one decision and return its :class:`Sample`.
+
+        :param strategy: the strategy name
+        :param host: a :class:`~benchmarks.scenario.Host`
+        :param case: a :class:`~benchmarks.scenario.Case`
+        """
+        self.conf.set_override('strategy', strategy, 'image_traits')
+        request = scenario.rebuild_request(host, case)
+        self.cloud.recorded()
+        cpu = time.process_time()
+        start = time.perf_counter()
+        result = engine.decide(request, conf=self.conf)
+        seconds = time.perf_counter() - start
+        cpu = time.process_time() - cpu
+        records = self.cloud.recorded()
+        outcome = result.outcome
+        if result.fallback:
+            outcome = '%s (%s)' % (outcome, result.fallback)
+        return Sample(seconds, cpu, result.requests, len(records), outcome,
+                      VERSION_REQUEST in records)
+
+    def negotiate(self, host, case):
+        """Measure the first decision of the process, then a warm one.
+
+        ``in_tree_candidates`` is the strategy that asks placement for its
+        microversion, which the client does once per process.
+
+        :returns: a dict for the report
+        """
+        placement.reset_clients()
+        first = self.decide('in_tree_candidates', host, case)
+        warm = [self.decide('in_tree_candidates', host, case)
+                for _i in range(5)]
+        steady = sorted(s.seconds for s in warm)[len(warm) // 2]
+        return {
+            'strategy': 'in_tree_candidates',
+            'first_decision_requests': first.requests,
+            'first_decision_recorded': first.recorded,
+            'first_decision_ms': first.seconds * 1000.0,
+            'steady_requests': warm[-1].requests,
+            'steady_ms': steady * 1000.0,
+            'negotiation_requests': first.requests - warm[-1].requests,
+            'version_request_seen': first.discovery,
+            'version_request_repeated': any(s.discovery for s in warm),
+        }
