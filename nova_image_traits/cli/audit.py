@@ -21,9 +21,11 @@ Cost. The servers are listed once (paginated) and grouped by compute node.
 Each node's resource provider is looked up once. A decision is then made
 once per (node, image, flavor) and shared by every server with that
 combination, because every strategy but ``allocation_traits`` decides from
-those alone. ``allocation_traits`` reads the server's own allocations, so
-it costs placement requests per server: about two per server, against one
-or two per node for the others.
+those alone. ``allocation_traits`` reads each server's own allocations; for
+it, the allocations held on the node's providers and its shared pools are
+read once per node (:mod:`nova_image_traits.cli.prefetch`), and provider
+traits once per audit, so its cost too grows with nodes and their
+providers, not servers.
 """
 
 import collections
@@ -35,7 +37,9 @@ from oslo_log import log as logging
 
 from nova_image_traits import cli
 from nova_image_traits.cli import check
+from nova_image_traits.cli import prefetch
 from nova_image_traits import decision as nit_decision
+from nova_image_traits import exception
 
 LOG = logging.getLogger(__name__)
 
@@ -101,6 +105,8 @@ class Audit(cli.CommandMixin, lister.Lister):
         names = cli.selected_strategies(parsed_args, conf)
         cloud = check.Cloud(check.connect(self.app, parsed_args), conf,
                             parsed_args.image_source)
+        cloud.client = prefetch.CachingClient(cloud.client)
+        per_server = not all(cli.can_share(n, conf) for n in names)
         started = time.monotonic()
         nodes = collections.defaultdict(list)
         for server in cloud.servers(parsed_args.host):
@@ -109,14 +115,16 @@ class Audit(cli.CommandMixin, lister.Lister):
         total = sum(len(group) for group in nodes.values())
         self.stats.nodes = len(nodes)
         rows = []
-        for _node, servers in sorted(nodes.items()):
+        for (_host, node), servers in sorted(nodes.items()):
+            if per_server:
+                self._index(cloud, conf, node)
             # Decisions shared by the servers of this node only.
             shared = {}
             for server in servers:
                 rows.extend(self._audit(cloud, conf, names, server, shared))
                 self.stats.servers += 1
                 self._progress(parsed_args, total, cloud)
-        self.stats.requests += cloud.lookups
+        self.stats.requests = cloud.client.sent
         self._summary(time.monotonic() - started)
         return self.COLUMNS, rows
 
@@ -150,7 +158,6 @@ class Audit(cli.CommandMixin, lister.Lister):
             if decision is None:
                 decision = cli.decide(request, conf, cloud.client, name)
                 self.stats.decisions += 1
-                self.stats.requests += decision.requests
                 if key:
                     shared[key] = decision
             else:
@@ -162,6 +169,22 @@ class Audit(cli.CommandMixin, lister.Lister):
                          cli.short_reason(decision)))
         self.stats.failed += 1 if failed else 0
         return rows
+
+    @staticmethod
+    def _index(cloud, conf, node):
+        """Read the allocations of a node's providers, for every server."""
+        if not node:
+            return
+        opts = conf.image_traits
+        session = cloud.client.start(opts.decision_timeout,
+                                     opts.max_url_length)
+        try:
+            cloud.client.index_node(session, cloud.node_provider(node))
+        except (check.LookupFailed, exception.PlacementError) as e:
+            # NOTE: each server's decision then reads placement itself and
+            # reports the failure in its own row.
+            LOG.warning('Cannot index the allocations of node %(n)s: %(e)s',
+                        {'n': node, 'e': e})
 
     def _skip(self, server, names, why):
         self.stats.skipped += 1
@@ -176,8 +199,7 @@ class Audit(cli.CommandMixin, lister.Lister):
             self.app.stderr.write(
                 'audit: %d/%d servers checked, %d failed, %d placement '
                 'requests so far\n' % (
-                    done, total, self.stats.failed,
-                    self.stats.requests + cloud.lookups))
+                    done, total, self.stats.failed, cloud.client.sent))
             self.app.stderr.flush()
 
     def _summary(self, elapsed):

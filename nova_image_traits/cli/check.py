@@ -106,8 +106,6 @@ class Cloud(object):
         self.image_source = image_source
         self._images = {}
         self._nodes = {}
-        #: Placement requests made for node lookups.
-        self.lookups = 0
 
     def find_server(self, name_or_id):
         """Return the SDK server ``name_or_id``, in any project."""
@@ -171,8 +169,6 @@ class Cloud(object):
         except exception.PlacementError as e:
             return LookupFailed('Cannot read the resource provider of node '
                                 '%s: %s' % (node, e.message))
-        finally:
-            self.lookups += session.requests
         found = body.get('resource_providers') or []
         if len(found) != 1 or not isinstance(found[0], dict):
             return LookupFailed('Placement has no resource provider named '

@@ -232,14 +232,23 @@ class CheckAuditTest(base.ImageTraitsTestBase):
         self.assertIn('2 decisions made, 10 shared; 4 placement requests',
                       err)
 
-        # allocation_traits reads each server's allocations: its cost is
-        # per server (allocations + the root's traits), plus the lookups.
+        # allocation_traits decides per server, from each server's own
+        # allocations, but those are indexed once per node: per host, the
+        # provider lookup, the tree, its aggregates, the allocations of
+        # its two providers (root and child) and the root's traits: 12
+        # requests for 12 servers, as many as for one server per host.
         del self.sent[:]
         rc, rows, err = self.cli_json('audit', '--strategy',
                                       'allocation_traits')
         self.assertEqual(1, rc, err)
-        self.assertEqual(2 + 12 * 2, self.placement_gets())
-        self.assertIn('12 decisions made, 0 shared', err)
+        for row in rows:
+            self.assertEqual(
+                'accept' if row['Host'] == 'host1' else 'reject',
+                row['Outcome'])
+        self.assertEqual(2 * (1 + 1 + 1 + 2 + 1), self.placement_gets())
+        self.assertNotIn('/allocations/', ' '.join(u for _m, u in self.sent))
+        self.assertIn('12 decisions made, 0 shared; 12 placement requests',
+                      err)
 
     def test_audit_host_filter_progress_and_success(self):
         self.set_traits(self.root1, [AVX2])
