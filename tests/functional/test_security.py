@@ -397,28 +397,46 @@ class TLSProxy(object):
             self.handshake_errors.append(str(e))
             conn.close()
             return
-        up = socket.create_connection(('127.0.0.1', self.upstream_port))
+        # NOTE: one thread per connection, one request per connection:
+        # placement's test server closes after each response, and an
+        # SSLSocket must never be read and written from two threads at
+        # once (OpenSSL then garbles the stream at random).
+        try:
+            request = self._read_request(tls)
+            if request:
+                with socket.create_connection(
+                        ('127.0.0.1', self.upstream_port)) as up:
+                    up.sendall(request)
+                    while True:
+                        data = up.recv(65536)
+                        if not data:
+                            break
+                        tls.sendall(data)
+        except (OSError, ssl.SSLError) as e:
+            self.handshake_errors.append(str(e))
+        finally:
+            tls.close()
 
-        def pump(src, dst):
-            try:
-                while True:
-                    data = src.recv(65536)
-                    if not data:
-                        break
-                    dst.sendall(data)
-            except (OSError, ssl.SSLError) as e:
-                if src is tls:
-                    self.handshake_errors.append(str(e))
-            finally:
-                for s in (up, tls):
-                    try:
-                        s.close()
-                    except OSError:
-                        pass
-        t = threading.Thread(target=pump, args=(up, tls), daemon=True)
-        t.start()
-        pump(tls, up)
-        t.join(10)
+    @staticmethod
+    def _read_request(tls):
+        data = b''
+        while b'\r\n\r\n' not in data:
+            chunk = tls.recv(65536)
+            if not chunk:
+                return None
+            data += chunk
+        head, _sep, body = data.partition(b'\r\n\r\n')
+        length = 0
+        for line in head.split(b'\r\n')[1:]:
+            name, _colon, value = line.partition(b':')
+            if name.strip().lower() == b'content-length':
+                length = int(value.strip())
+        while len(body) < length:
+            chunk = tls.recv(65536)
+            if not chunk:
+                break
+            body += chunk
+        return head + b'\r\n\r\n' + body
 
     def stop(self):
         self._stop.set()
