@@ -631,3 +631,46 @@ class NovaRequestTest(oslo_base.BaseTestCase):
             sys_meta, image_ref='img-b'))
         self.assertIsNone(
             nova_request.image_properties_from_system_metadata(None))
+
+
+class ForgedSchedulerHintTest(base.ImageTraitsTestBase):
+    """A scheduler hint forged at create time cannot weaken the check.
+
+    Nova's API overwrites ``_nova_check_type`` with ``['rebuild']`` on every
+    rebuild with a new image (nova/compute/api.py ``API.rebuild``), and the
+    filter acts on that marker alone; the hint a user gave at boot is
+    stored in the request spec but never reaches the rebuild decision.
+    """
+
+    ENABLE_IMAGE_TRAITS_FILTER = True
+
+    def setUp(self):
+        super().setUp()
+        self.root, self.child = self.start_nested_compute(HOST)
+        # root_traits refuses a trait that only the allocated child has,
+        # which nova's own check accepts: only our filter can refuse it.
+        self.set_image_traits_opts(strategy='root_traits')
+
+    def _boot_with_hints(self, flavor, image, hints):
+        server = self._build_server(image_uuid=image, flavor_id=flavor,
+                                    networks='none')
+        server = self.api.post_server({'server': server,
+                                       'os:scheduler_hints': hints})
+        server = self.wait_until_settled(server)
+        self.assertEqual('ACTIVE', server['status'],
+                         self.fault_message(server))
+        return server
+
+    def test_forged_check_type_at_create_does_not_skip_the_filter(self):
+        flavor = self.create_flavor(
+            {'resources1:%s' % base.CHILD_RESOURCE: '1'})
+        old_image = self.create_image()
+        new_image = self.create_image(required=[TRAIT])
+        for hints in ({'_nova_check_type': ['build']},
+                      {'_nova_check_type': 'none'}):
+            server = self._boot_with_hints(flavor, old_image, hints)
+            self.set_traits(self.child, [TRAIT])
+            server = self.rebuild(server, new_image)
+            self.assertEqual('ERROR', server['status'], hints)
+            self.assertEqual(old_image, server['image']['id'])
+            self._delete_server(server)
