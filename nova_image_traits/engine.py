@@ -32,7 +32,7 @@ from nova_image_traits import traits as nit_traits
 LOG = logging.getLogger(__name__)
 
 
-def decide(request, conf=None, client=None, logger=None):
+def decide(request, conf=None, client=None):
     """Decide whether ``request`` may rebuild on its current host.
 
     :param request: a :class:`~nova_image_traits.request.RebuildRequest`
@@ -42,26 +42,51 @@ def decide(request, conf=None, client=None, logger=None):
     :param client: a :class:`~nova_image_traits.placement.PlacementClient`;
         by default the process-wide one built from ``conf``, created only
         when a strategy needs placement
-    :param logger: where the INFO decision line goes
     :returns: a :class:`~nova_image_traits.decision.Decision`, logged
     """
     conf = cfg.CONF if conf is None else conf
-    nit_conf.register_opts(conf)
-    opts = conf.image_traits
+    _register(conf)
     started = time.monotonic()
     result = nit_decision.Decision(
-        outcome=nit_decision.ACCEPT, allowed=True, strategy=opts.strategy,
+        outcome=nit_decision.ERROR, allowed=False, strategy='-',
         instance_uuid=request.instance_uuid,
         compute_node_uuid=request.compute_node_uuid, host=request.host)
-    session = None
+    state = {}
     try:
-        session = _decide(request, conf, opts, client, result)
+        opts = conf.image_traits
+        result.strategy = opts.strategy
+        result.outcome, result.allowed = nit_decision.ACCEPT, True
+        _decide(request, conf, opts, client, result, state)
+    except cfg.Error as e:
+        _refuse(result, nit_decision.ERROR, 'misconfigured',
+                _MISCONFIGURED, detail=str(e))
+    except Exception as e:
+        # NOTE: a bug, or an answer no check foresaw: say so, and follow
+        # on_placement_error rather than let it reach nova.
+        LOG.exception('Unexpected failure deciding the rebuild of %s',
+                      request.instance_uuid)
+        _refuse(result, nit_decision.ERROR, 'internal-error',
+                'The rebuild was refused because the image traits check '
+                'failed unexpectedly; please contact your cloud operator.',
+                detail='%s: %s' % (type(e).__name__, e))
+        result.allowed = fails_open(conf)
     finally:
-        if session is not None:
-            result.requests = session.requests
+        if 'session' in state:
+            result.requests = state['session'].requests
         result.elapsed = time.monotonic() - started
-        result.log(logger)
+        result.log()
     return result
+
+
+_MISCONFIGURED = ('The rebuild was refused because the image traits strategy '
+                  'is misconfigured; please contact your cloud operator.')
+
+
+def _register(conf):
+    # NOTE: registering options clears the ConfigOpts value cache (all of
+    # nova's, inside nova), so only do it when the group is missing.
+    if 'image_traits' not in conf:
+        nit_conf.register_opts(conf)
 
 
 def fails_open(conf):
@@ -75,9 +100,11 @@ def fails_open(conf):
     :param conf: the ConfigOpts the decision reads
     """
     try:
-        nit_conf.register_opts(conf)
+        _register(conf)
         return conf.image_traits.on_placement_error == 'accept'
     except Exception:
+        LOG.exception('Cannot read [image_traits] on_placement_error; '
+                      'failing closed.')
         return False
 
 
@@ -89,7 +116,7 @@ def _refuse(result, outcome, cause, message, detail=''):
     result.detail = detail
 
 
-def _decide(request, conf, opts, client, result):
+def _decide(request, conf, opts, client, result, state):
     wanted = nit_traits.image_traits(request.image_properties)
     result.required = wanted.required
     if wanted.ignored:
@@ -98,21 +125,21 @@ def _decide(request, conf, opts, client, result):
                   ', '.join(nit_traits.quote(k) for k in wanted.ignored))
     if wanted.invalid:
         prop, why = wanted.invalid[0]
-        err = exception.InvalidImageTrait(property=nit_traits.quote(prop)[
-            1:-1], why=why)
+        err = exception.InvalidImageTrait(property=nit_traits.quote(prop),
+                                          why=why)
         _refuse(result, nit_decision.REJECT, 'invalid-image-trait',
-                '%s Fix or remove the image property, then rebuild again.'
+                '%s. Fix or remove the image property, then rebuild again.'
                 % err.message,
                 detail='%d invalid trait properties' % len(wanted.invalid))
-        return None
+        return
     if not wanted.required:
         result.detail = 'the new image requires no traits'
-        return None
+        return
     if len(wanted.required) > opts.max_image_traits:
         err = exception.TooManyImageTraits(count=len(wanted.required),
                                            limit=opts.max_image_traits)
         _refuse(result, nit_decision.REJECT, 'too-many-traits', err.message)
-        return None
+        return
     forbidden = wanted.required & request.flavor.forbidden_traits
     if forbidden:
         result.missing = frozenset(forbidden)
@@ -121,13 +148,13 @@ def _decide(request, conf, opts, client, result):
                 "forbids: %s. Either specify a different image during "
                 "rebuild or create a new server with the specified image "
                 "and a compatible flavor." % ', '.join(sorted(forbidden)))
-        return None
+        return
 
-    session = None
     try:
         if client is None:
             client = placement.get_client(conf, opts.decision_timeout)
         session = client.start(opts.decision_timeout, opts.max_url_length)
+        state['session'] = session
         ctx = base.Context(request, wanted.required, session)
         verdict, name = _run(opts.strategy, 'strategy', ctx), None
         if (verdict.outcome == nit_decision.INCONCLUSIVE and
@@ -147,17 +174,14 @@ def _decide(request, conf, opts, client, result):
         _refuse(result, nit_decision.REJECT, 'query-too-long',
                 '%s The new image requires too many or too long traits to '
                 'ask placement about.' % e.message)
-        return session
+        return
     except exception.StrategyNotFound as e:
         _refuse(result, nit_decision.ERROR, 'misconfigured',
-                'The rebuild was refused because the image traits strategy '
-                'is misconfigured; please contact your cloud operator.',
-                detail=e.message)
-        return session
+                _MISCONFIGURED, detail=e.message)
+        return
     except exception.PlacementError as e:
-        accept = conf.image_traits.on_placement_error == 'accept'
         result.outcome = nit_decision.ERROR
-        result.allowed = accept
+        result.allowed = opts.on_placement_error == 'accept'
         result.cause = e.cause
         result.detail = e.message
         result.message = (
@@ -165,7 +189,7 @@ def _decide(request, conf, opts, client, result):
             'whether this server\'s host provides the traits the new image '
             'requires (%s). The server keeps its current image; try again '
             'later.' % e.cause)
-        return session
+        return
 
     result.fallback = name
     result.outcome = verdict.outcome
@@ -189,7 +213,6 @@ def _decide(request, conf, opts, client, result):
                 'server with this image.' % (
                     ', '.join(sorted(wanted.required)), result.decided_by),
                 detail=verdict.detail)
-    return session
 
 
 def _run(name, option, ctx):

@@ -42,7 +42,7 @@ class NovaImageTraitsException(Exception):
 
 
 class InvalidImageTrait(NovaImageTraitsException):
-    msg_fmt = ('Image property %(property)r does not name a valid trait: '
+    msg_fmt = ('Image property %(property)s does not name a valid trait: '
                '%(why)s')
 
 
@@ -104,12 +104,6 @@ class PlacementUnknownTraits(PlacementError):
 class PlacementProviderNotFound(PlacementError):
     msg_fmt = 'Resource provider %(uuid)s was not found in placement.'
     cause = 'provider-not-found'
-
-
-class PlacementTooOld(PlacementError):
-    msg_fmt = ('Placement supports microversions up to %(have)s; '
-               '%(need)s or later is needed for %(what)s.')
-    cause = 'microversion-too-old'
 
 
 class DecisionDeadlineExceeded(PlacementError):

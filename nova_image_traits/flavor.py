@@ -15,8 +15,8 @@ This mirrors ``nova.scheduler.utils.ResourceRequest`` for what a flavor
 alone asks for: the unsuffixed group's ``VCPU`` (or ``PCPU`` for
 ``hw:cpu_policy=dedicated``), ``MEMORY_MB`` and ``DISK_GB``, the
 ``resources[N]:<RC>`` overrides and granular groups, the
-``trait[N]:<NAME>=required|forbidden`` traits and ``group_policy``. Inside
-nova, the integration modules may pass nova's own groups instead.
+``trait[N]:<NAME>=required|forbidden`` traits and ``group_policy``. Callers
+that know better may pass their own groups in the request.
 """
 
 import collections

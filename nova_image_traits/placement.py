@@ -100,13 +100,20 @@ def get_client(conf, timeout=None):
     """
     with _CLIENTS_LOCK:
         ref, client = _CLIENTS.get(id(conf), (None, None))
-        if ref is None or ref() is not conf:
-            try:
-                client = PlacementClient(build_adapter(conf, timeout))
-            except (ks_exc.ClientException,
-                    openstack.exceptions.SDKException) as e:
-                raise exception.PlacementUnreachable(url='/', why=_why(e))
-            _CLIENTS[id(conf)] = (weakref.ref(conf), client)
+    if ref is not None and ref() is conf:
+        return client
+    # NOTE: built outside the lock: openstacksdk reads placement's version
+    # document here, and a placement that is down must not make every
+    # other decision of the process queue behind this one.
+    try:
+        client = PlacementClient(build_adapter(conf, timeout))
+    except (ks_exc.ClientException, openstack.exceptions.SDKException) as e:
+        raise exception.PlacementUnreachable(url='/', why=_why(e))
+    with _CLIENTS_LOCK:
+        ref, first = _CLIENTS.get(id(conf), (None, None))
+        if ref is not None and ref() is conf:
+            return first
+        _CLIENTS[id(conf)] = (weakref.ref(conf), client)
         return client
 
 
@@ -140,7 +147,6 @@ class PlacementClient(object):
             'status_code_retry_delay': getattr(
                 adapter, 'status_code_retry_delay', None),
         }
-        self._lock = threading.Lock()
         self._max_version = None
 
     def start(self, timeout, max_url_length):
@@ -157,22 +163,23 @@ class PlacementClient(object):
         It is negotiated once per process, through ``session`` so that the
         request is counted in the decision that made it.
         """
-        with self._lock:
-            if self._max_version is None:
-                body = session.get('/', version=None)
-                try:
-                    versions = body['versions']
-                    top = max(parse_version(v['max_version'])
-                              for v in versions)
-                except (KeyError, TypeError, ValueError) as e:
-                    raise exception.PlacementMalformedResponse(
-                        method='GET', url='/',
-                        why='no max_version in the version document '
-                            '(%s)' % type(e).__name__)
-                LOG.debug('Placement supports microversions up to %s',
-                          format_version(top))
-                self._max_version = top
-            return self._max_version
+        if self._max_version is None:
+            # NOTE: not under a lock: two threads may both ask once, which
+            # is harmless, while a lock would make every decision wait for
+            # a placement that hangs.
+            body = session.get('/', version=None)
+            try:
+                versions = body['versions']
+                top = max(parse_version(v['max_version']) for v in versions)
+            except (KeyError, TypeError, ValueError) as e:
+                raise exception.PlacementMalformedResponse(
+                    method='GET', url='/',
+                    why='no max_version in the version document '
+                        '(%s)' % type(e).__name__)
+            LOG.debug('Placement supports microversions up to %s',
+                      format_version(top))
+            self._max_version = top
+        return self._max_version
 
     def budget(self, remaining):
         """Fit keystoneauth's retries into ``remaining`` seconds.

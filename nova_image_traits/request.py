@@ -30,9 +30,8 @@ class RebuildRequest:
     :ivar original_image_properties: the current image's properties, or
         None when the caller cannot know them (the scheduler filter)
     :ivar request_groups: the request groups to ask placement for, when
-        the caller knows them better than the flavor does (nova's own
-        ``ResourceRequest``, with port and PCI groups); None to derive
-        them from the flavor
+        the caller knows them better than the flavor alone; None (what the
+        filter and the hook pass today) derives them from the flavor
     """
     instance_uuid: str
     compute_node_uuid: str

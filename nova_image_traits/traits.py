@@ -116,10 +116,10 @@ def _flatten_properties(image):
     props = getattr(image, 'properties', None)
     if props is not None and not isinstance(image, dict):
         try:
-            # NOTE: an unset field of a nova object raises
-            # NotImplementedError, not AttributeError.
             names = list(getattr(props, 'traits_required', None) or [])
-        except Exception:
+        except NotImplementedError:
+            # NOTE: an unset field of a nova object raises this, not
+            # AttributeError: the image requires no traits.
             names = []
         return {TRAIT_PREFIX + str(n): REQUIRED for n in names}
     if not image:

@@ -12,8 +12,6 @@
 
 from oslo_config import cfg
 
-STRATEGIES = ('reject', 'root_traits', 'tree_traits', 'in_tree_candidates',
-              'allocation_traits')
 
 GROUP = cfg.OptGroup(
     'image_traits',
@@ -50,6 +48,9 @@ _STRATEGY_CHOICES = [
                           "allocations, read fresh. One request plus one "
                           "per allocated provider still needed."),
 ]
+
+#: The strategies this package ships, in the order the docs present them.
+STRATEGIES = tuple(name for name, _help in _STRATEGY_CHOICES)
 
 ALL_OPTS = [
     cfg.StrOpt(

@@ -23,9 +23,8 @@ LOG = logging.getLogger(__name__)
 
 #: in_tree on GET /allocation_candidates.
 MIN_VERSION = '1.31'
-#: mappings in allocation requests, to tell which providers served which
-#: group; the highest version this strategy asks for.
-MAPPINGS_VERSION = '1.34'
+#: The highest version this strategy asks for: mappings in allocation
+#: requests (1.34) tell which providers served which group.
 PREFERRED_VERSION = '1.36'
 
 _warned = threading.Event()
@@ -184,7 +183,11 @@ class InTreeCandidatesStrategy(base.Strategy):
         else:
             uuids = list(areq.get('allocations') or {})
         traits = set()
+        url = '/allocation_candidates'
         for uuid in uuids:
-            summary = body['provider_summaries'].get(uuid) or {}
-            traits.update(summary.get('traits') or ())
+            summary = placement.require(
+                body['provider_summaries'].get(uuid) or {}, dict, url,
+                'a provider summary')
+            traits.update(placement.require(summary.get('traits') or [],
+                                            list, url, 'traits'))
         return traits

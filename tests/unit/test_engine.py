@@ -340,3 +340,60 @@ class FailsOpenTest(base.TestCase):
             def __getattr__(self, name):
                 raise RuntimeError(name)
         self.assertFalse(engine.fails_open(Broken()))
+
+
+class UnexpectedFailureTest(EngineTestCase):
+    """decide() never raises, and never logs a failure as an accept."""
+
+    def _broken_client(self):
+        client = mock.Mock(spec=['start'])
+        client.start.side_effect = RuntimeError('boom')
+        return client
+
+    def _decide_with(self, client):
+        request = nit_request.RebuildRequest(
+            instance_uuid=fakes.INSTANCE, compute_node_uuid=ROOT,
+            image_properties=IMAGE, host='compute-1')
+        return engine.decide(request, conf=self.conf, client=client)
+
+    def test_unexpected_failure_fails_closed(self):
+        self.useFixture(fixtures.FakeLogger(name=engine.__name__))
+        result = self._decide_with(self._broken_client())
+        self.assertEqual(decision.ERROR, result.outcome)
+        self.assertFalse(result.allowed)
+        self.assertEqual('internal-error', result.cause)
+        self.assertIn('RuntimeError: boom', result.detail)
+        self.assertIn('outcome=error allowed=False', self.log.output)
+        self.assertNotIn('outcome=accept', self.log.output)
+
+    def test_unexpected_failure_follows_on_placement_error(self):
+        self.useFixture(fixtures.FakeLogger(name=engine.__name__))
+        self.flags(on_placement_error='accept')
+        result = self._decide_with(self._broken_client())
+        self.assertEqual('internal-error', result.cause)
+        self.assertTrue(result.allowed)
+
+    def test_misconfigured_strategy_in_a_file(self):
+        path = self.useFixture(fixtures.TempDir()).path + '/nova.conf'
+        with open(path, 'w') as f:
+            f.write('[image_traits]\nstrategy = in-tree\n')
+        self.conf(['--config-file', path])
+        result = self._decide_with(self._broken_client())
+        self.assertEqual('misconfigured', result.cause)
+        self.assertFalse(result.allowed)
+        self.assertEqual('-', result.strategy)
+        self.assertIn('in-tree', result.detail)
+
+    def test_options_are_not_registered_again(self):
+        # Registering options clears nova's whole configuration cache.
+        with mock.patch.object(engine.nit_conf, 'register_opts') as reg:
+            self.decide(image={})
+            self.assertFalse(engine.fails_open(self.conf))
+        reg.assert_not_called()
+
+    def test_invalid_trait_property_is_quoted_once(self):
+        result = self.decide(image={'trait:bad\nname': 'required'})
+        self.assertEqual('invalid-image-trait', result.cause)
+        self.assertIn("Image property 'trait:bad\\nname' does not name",
+                      result.user_reason())
+        self.assertNotIn('\\\\', result.user_reason())
