@@ -30,11 +30,11 @@ from oslo_log import log as logging
 
 from nova_image_traits import flavor as nit_flavor
 from nova_image_traits import request as nit_request
+from nova_image_traits.traits import REQUIRED
+from nova_image_traits.traits import TRAIT_PREFIX
 
 LOG = logging.getLogger(__name__)
 
-TRAIT_PREFIX = 'trait:'
-REQUIRED = 'required'
 #: The system metadata key naming the image the ``image_*`` keys describe.
 SM_BASE_IMAGE_REF = nova_utils.SM_IMAGE_PROP_PREFIX + 'base_image_ref'
 
