@@ -323,6 +323,41 @@ def _http_error(url, resp):
         method='GET', url=url, status=resp.status_code, why=why)
 
 
+def candidate_params(groups, group_policy=None, root=None, limit=None):
+    """Return ``GET /allocation_candidates`` parameters for request groups.
+
+    Groups without resources are left out, as placement requires. Required
+    traits are listed, forbidden ones prefixed with ``!``.
+
+    :param groups: :class:`~nova_image_traits.flavor.RequestGroup` objects
+    :param group_policy: the flavor's; ``none`` when several numbered
+        groups ask for resources and it is unset
+    :param root: restrict every group to this provider's tree
+    :param limit: the number of candidates wanted, or None for all
+    :returns: a list of (name, value) pairs
+    """
+    params = []
+    numbered = 0
+    for group in groups:
+        if not group.resources:
+            continue
+        sfx = group.suffix
+        numbered += 1 if sfx else 0
+        params.append(('resources' + sfx, ','.join(
+            '%s:%d' % item for item in sorted(group.resources.items()))))
+        traits = sorted(group.required) + [
+            '!' + t for t in sorted(group.forbidden)]
+        if traits:
+            params.append(('required' + sfx, ','.join(traits)))
+        if root:
+            params.append(('in_tree' + sfx, root))
+    if numbered > 1:
+        params.append(('group_policy', group_policy or 'none'))
+    if limit is not None:
+        params.append(('limit', str(limit)))
+    return params
+
+
 def require(value, kind, url, what):
     """Check a response field's type, else raise a malformed-body error."""
     if not isinstance(value, kind):

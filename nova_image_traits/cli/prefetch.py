@@ -64,7 +64,6 @@ class CachingClient(object):
 
     def __init__(self, client):
         self._client = client
-        self.request_timeout = client.request_timeout
         self.sent = 0
         self._answers = {}
         self._held = {}

@@ -79,24 +79,9 @@ def default_scenario_path():
 
 
 def _candidate_query(groups, policy, root=None):
-    """``GET /allocation_candidates`` parameters for request groups."""
-    params, numbered = [], 0
-    for group in groups:
-        if not group.resources:
-            continue
-        sfx = group.suffix
-        numbered += 1 if sfx else 0
-        params.append(('resources' + sfx, ','.join(
-            '%s:%d' % item for item in sorted(group.resources.items()))))
-        traits = sorted(group.required) + [
-            '!' + t for t in sorted(group.forbidden)]
-        if traits:
-            params.append(('required' + sfx, ','.join(traits)))
-        if root:
-            params.append(('in_tree' + sfx, root))
-    if numbered > 1:
-        params.append(('group_policy', policy or 'none'))
-    return '/allocation_candidates?' + urllib.parse.urlencode(params)
+    """``GET /allocation_candidates`` URL for request groups."""
+    return '/allocation_candidates?' + urllib.parse.urlencode(
+        placement.candidate_params(groups, policy, root))
 
 
 class SimulatedCloud(object):

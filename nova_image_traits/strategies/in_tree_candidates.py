@@ -10,6 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
+import dataclasses
 import threading
 
 from oslo_log import log as logging
@@ -119,35 +120,13 @@ class InTreeCandidatesStrategy(base.Strategy):
             detail=('no allocation candidate on this host with the image '
                     'traits'))
 
-    @staticmethod
-    def _params(groups, root, image_traits, group_policy):
-        params = []
-        granular = 0
-        for group in groups:
-            sfx = group.suffix
-            required = set(group.required)
-            if not sfx:
-                required |= image_traits
-            if not group.resources:
-                continue
-            granular += 1 if sfx else 0
-            params.append(('resources' + sfx, ','.join(
-                '%s:%d' % (rc, n) for rc, n in sorted(
-                    group.resources.items()))))
-            traits = sorted(required) + [
-                '!' + t for t in sorted(group.forbidden)]
-            if traits:
-                params.append(('required' + sfx, ','.join(traits)))
-            params.append(('in_tree' + sfx, root))
-        if granular > 1:
-            params.append(('group_policy', group_policy or 'none'))
-        params.append(('limit', '1'))
-        return params
-
     def _candidates(self, session, groups, root, image_traits, policy,
                     version):
         url = '/allocation_candidates'
-        params = self._params(groups, root, image_traits, policy)
+        # NOTE: nova puts the image's traits in the unsuffixed group.
+        groups = [dataclasses.replace(g, required=g.required | image_traits)
+                  if not g.suffix else g for g in groups]
+        params = placement.candidate_params(groups, policy, root, limit=1)
         body = session.get(url, params, version=version)
         placement.require(body.get('allocation_requests'), list, url,
                           'allocation_requests')

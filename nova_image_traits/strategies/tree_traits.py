@@ -12,6 +12,7 @@
 
 from nova_image_traits import decision
 from nova_image_traits import exception
+from nova_image_traits import flavor
 from nova_image_traits import placement
 from nova_image_traits.strategies import base
 
@@ -95,10 +96,10 @@ class TreeTraitsStrategy(base.Strategy):
         if not unsuffixed or not unsuffixed[0].resources:
             return None
         url = '/allocation_candidates'
-        body = ctx.placement.get(url, [
-            ('resources', ','.join('%s:%d' % (rc, n) for rc, n in sorted(
-                unsuffixed[0].resources.items()))),
-            ('in_tree', root), ('limit', '1')],
+        resources_only = flavor.RequestGroup('', unsuffixed[0].resources)
+        body = ctx.placement.get(
+            url, placement.candidate_params([resources_only], root=root,
+                                            limit=1),
             version=SUMMARIES_VERSION)
         candidates = placement.require(body.get('allocation_requests'),
                                        list, url, 'allocation_requests')
