@@ -14,7 +14,7 @@
 Images follow nova's rule exactly (``nova.objects.ImageMetaProps``): a
 property ``trait:<NAME>`` whose value is the string ``required`` requires
 the trait; any other value is ignored, as nova ignores it. Unlike nova, the
-names are validated here with os-traits before anything reaches placement.
+names' syntax is checked here before anything reaches placement.
 """
 
 import collections
@@ -31,11 +31,11 @@ MAX_TRAIT_LENGTH = 255
 #: The longest property name quoted back in a reason or a log line.
 _QUOTE_LIMIT = 80
 
-_STANDARD_TRAITS = None
-# NOTE: placement's own rule for custom trait names (CUSTOM_TRAIT_PATTERN in
-# placement/schemas/trait.py). os_traits.normalize_name() folds runs of
-# underscores, so it cannot be used to validate names placement accepts.
-_CUSTOM_SUFFIX = re.compile(r'[A-Z0-9_]+')
+# NOTE: placement's own rule for trait names (CUSTOM_TRAIT_PATTERN in
+# placement/schemas/trait.py, applied to every name). os_traits'
+# normalize_name() folds runs of underscores, so it cannot be used to
+# validate names placement accepts.
+_TRAIT_NAME = re.compile(r'[A-Z0-9_]+')
 
 ImageTraits = collections.namedtuple(
     'ImageTraits', ['required', 'invalid', 'ignored'])
@@ -45,13 +45,6 @@ ImageTraits.__doc__ = """What an image asks for.
 :ivar invalid: tuple of (property, why) for malformed or unknown names
 :ivar ignored: tuple of trait properties whose value is not ``required``
 """
-
-
-def _standard_traits():
-    global _STANDARD_TRAITS
-    if _STANDARD_TRAITS is None:
-        _STANDARD_TRAITS = frozenset(os_traits.get_traits())
-    return _STANDARD_TRAITS
 
 
 def quote(text):
@@ -70,11 +63,14 @@ def quote(text):
 
 
 def check_trait_name(name):
-    """Return why ``name`` is not a trait placement can know, or None.
+    """Return why ``name`` cannot be a trait placement knows, or None.
 
-    A custom trait must be a legal ``CUSTOM_`` name, as
-    :func:`os_traits.normalize_name` produces them. Any other name must be a
-    standard trait that os-traits defines.
+    Only the syntax and the length are checked, as placement's API schema
+    does: upper case letters, digits and underscores, and for custom traits
+    the ``CUSTOM_`` prefix followed by at least one of those. Whether a
+    standard trait exists is placement's to say, not the local os-traits':
+    the placement a cloud runs may ship a newer one. A trait placement
+    does not know is on no provider, so it counts as missing.
 
     :param name: the candidate trait name
     """
@@ -83,26 +79,14 @@ def check_trait_name(name):
     if len(name) > MAX_TRAIT_LENGTH:
         return 'the trait name is longer than %d characters' % (
             MAX_TRAIT_LENGTH)
-    if os_traits.is_custom(name):
-        suffix = name[len(os_traits.CUSTOM_NAMESPACE):]
-        if not _CUSTOM_SUFFIX.fullmatch(suffix):
-            return ('custom trait names are CUSTOM_ followed by upper case '
-                    'letters, digits and underscores')
+    if _TRAIT_NAME.fullmatch(name):
+        if name == os_traits.CUSTOM_NAMESPACE:
+            return 'CUSTOM_ must be followed by a name'
         return None
-    if name in _standard_traits():
-        return None
-    if name.upper() in _standard_traits():
+    if _TRAIT_NAME.fullmatch(name.upper()):
         return 'trait names are upper case; did you mean %s?' % name.upper()
-    return ('it is neither a standard trait known to os-traits %s nor a '
-            'CUSTOM_ trait' % _os_traits_version())
-
-
-def _os_traits_version():
-    try:
-        from importlib import metadata
-        return metadata.version('os-traits')
-    except Exception:  # pragma: no cover - metadata is always there
-        return ''
+    return ('trait names are upper case letters, digits and underscores, '
+            'custom ones starting with CUSTOM_')
 
 
 def _flatten_properties(image):
