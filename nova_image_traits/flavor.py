@@ -11,12 +11,18 @@
 # under the License.
 """A flavor, and the placement request groups nova builds from it at boot.
 
-This mirrors ``nova.scheduler.utils.ResourceRequest`` for what a flavor
-alone asks for: the unsuffixed group's ``VCPU`` (or ``PCPU`` for
-``hw:cpu_policy=dedicated``), ``MEMORY_MB`` and ``DISK_GB``, the
-``resources[N]:<RC>`` overrides and granular groups, the
-``trait[N]:<NAME>=required|forbidden`` traits and ``group_policy``. Callers
-that know better may pass their own groups in the request.
+Inside nova, the filter and the conductor hook build the request with
+nova's own ``nova.scheduler.utils.ResourceRequest``
+(:mod:`nova_image_traits.nova_request`). This module is the copy for the
+command line, which has no nova: it mirrors ``ResourceRequest`` for what
+a flavor alone asks for, that is the unsuffixed group's ``VCPU`` (or
+``PCPU`` for ``hw:cpu_policy=dedicated``, one more for
+``hw:emulator_threads_policy=isolate``), ``MEMORY_MB`` and ``DISK_GB``,
+the ``resources[N]:<RC>`` overrides and granular groups, the
+``trait[N]:<NAME>=required|forbidden`` traits, ``hw:cpu_thread_policy``
+and ``group_policy``. What it does not mirror (image ``hw_*`` properties,
+``hw:cpu_policy=mixed``, memory encryption, vTPM, vPMEM, secure boot) is
+listed in ``tests/functional/nova/test_resource_request.py``.
 """
 
 import collections
@@ -24,6 +30,8 @@ import dataclasses
 import math
 import types
 import typing as ty
+
+import os_resource_classes as orc
 
 from nova_image_traits import traits as nit_traits
 
@@ -40,12 +48,53 @@ class RequestGroup:
     :ivar required: trait names every provider of the group must have
         (for the unsuffixed group: the union of its providers)
     :ivar forbidden: trait names no provider of the group may have
+    :ivar member_of: ``member_of`` values (``in:<agg>,<agg>``)
     """
     suffix: str = ''
     resources: ty.Mapping[str, int] = dataclasses.field(
         default_factory=dict)
     required: frozenset = frozenset()
     forbidden: frozenset = frozenset()
+    member_of: tuple = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class ResourceQuery:
+    """What a boot of the server asks placement for.
+
+    The new image's ``trait:<NAME>=required`` traits are left out: the
+    strategies add them where nova does, to the unsuffixed group.
+
+    :ivar groups: :class:`RequestGroup` objects, the unsuffixed one first
+    :ivar group_policy: ``none``, ``isolate`` or None
+    :ivar same_subtree: tuples of group suffixes
+    :ivar root_required: traits the root provider must have
+    :ivar root_forbidden: traits the root provider must not have
+    :ivar source: ``nova`` when nova's ``ResourceRequest`` built it,
+        ``flavor`` when :meth:`Flavor.resource_query` did
+    """
+    groups: tuple = ()
+    group_policy: ty.Optional[str] = None
+    same_subtree: tuple = ()
+    root_required: frozenset = frozenset()
+    root_forbidden: frozenset = frozenset()
+    source: str = 'flavor'
+
+    @property
+    def unsuffixed(self):
+        """The unsuffixed group, which carries the image's traits."""
+        for group in self.groups:
+            if not group.suffix:
+                return group
+        return RequestGroup('')
+
+    @property
+    def numbered(self):
+        """The granular (suffixed) groups."""
+        return tuple(g for g in self.groups if g.suffix)
+
+    def with_groups(self, groups):
+        return dataclasses.replace(self, groups=tuple(groups))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -105,11 +154,9 @@ class Flavor:
             if not sep:
                 continue
             if prefix.startswith(_RESOURCES):
-                try:
-                    amount = int(value)
-                except (TypeError, ValueError):
-                    continue
-                resources[prefix[len(_RESOURCES):]][name] = amount
+                amount = _amount(name, value)
+                if amount is not None:
+                    resources[prefix[len(_RESOURCES):]][name] = amount
         for suffix, name, value in self._trait_specs():
             if value == nit_traits.REQUIRED:
                 required[suffix].add(name)
@@ -123,9 +170,8 @@ class Flavor:
         # As nova does, a resource class the extra specs name in any group
         # replaces what the flavor's own fields imply.
         explicit = {rc for amounts in resources.values() for rc in amounts}
-        if self.extra_specs.get('hw:cpu_policy') == 'dedicated':
-            base['PCPU'] = self.vcpus
-        elif not explicit & {'VCPU', 'PCPU'}:
+        dedicated = self.extra_specs.get('hw:cpu_policy') == 'dedicated'
+        if not dedicated and not explicit & {'VCPU', 'PCPU'}:
             base['VCPU'] = self.vcpus
         if 'MEMORY_MB' not in explicit:
             base['MEMORY_MB'] = self.memory_mb
@@ -133,7 +179,18 @@ class Flavor:
             base['DISK_GB'] = disk
         # Explicit resources: extra specs override what the flavor implies.
         base.update(resources.pop('', {}))
+        if dedicated:
+            # As nova's _translate_pinning_policies: after the extra specs,
+            # so it wins over an explicit resources:PCPU.
+            base['PCPU'] = self.vcpus + (
+                1 if self.extra_specs.get('hw:emulator_threads_policy') ==
+                'isolate' else 0)
         required[''].update(image_traits)
+        thread_trait = _THREAD_POLICY_TRAIT.get(
+            self.extra_specs.get('hw:cpu_thread_policy'))
+        if thread_trait:
+            (required if thread_trait == nit_traits.REQUIRED
+             else forbidden)[''].add('HW_CPU_HYPERTHREADING')
 
         groups = [RequestGroup(
             '', {rc: n for rc, n in base.items() if n > 0},
@@ -148,3 +205,34 @@ class Flavor:
                 frozenset(required.get(suffix, ())),
                 frozenset(forbidden.get(suffix, ()))))
         return groups
+
+    def resource_query(self, is_volume_backed=False):
+        """Return the :class:`ResourceQuery` a boot of this flavor sends.
+
+        :param is_volume_backed: see :meth:`request_groups`
+        """
+        policy = self.group_policy
+        return ResourceQuery(
+            groups=tuple(self.request_groups(is_volume_backed)),
+            group_policy=policy if policy in ('none', 'isolate') else None)
+
+
+#: hw:cpu_thread_policy -> how nova asks for HW_CPU_HYPERTHREADING.
+_THREAD_POLICY_TRAIT = {'isolate': nit_traits.FORBIDDEN,
+                        'require': nit_traits.REQUIRED}
+
+
+def _amount(rclass, value):
+    """The amount nova accepts for ``resources*:<rclass>``, or None.
+
+    Like ``nova.objects.RequestGroup.add_resource``: an unknown standard
+    class, or an amount that is not a nonnegative integer, is skipped.
+    """
+    if not (rclass.startswith(orc.CUSTOM_NAMESPACE) or
+            rclass in orc.STANDARDS):
+        return None
+    try:
+        amount = int(value)
+    except (TypeError, ValueError):
+        return None
+    return amount if amount >= 0 else None

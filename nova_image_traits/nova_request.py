@@ -25,6 +25,10 @@ Only image traits are passed on: nova's ``ImageMetaProps`` keeps just the
 every other ``trait:`` value, so we do the same.
 """
 
+import re
+import urllib.parse
+
+from nova.scheduler import utils as scheduler_utils
 from nova import utils as nova_utils
 from oslo_log import log as logging
 
@@ -37,6 +41,98 @@ LOG = logging.getLogger(__name__)
 
 #: The system metadata key naming the image the ``image_*`` keys describe.
 SM_BASE_IMAGE_REF = nova_utils.SM_IMAGE_PROP_PREFIX + 'base_image_ref'
+
+# A per-group parameter of GET /allocation_candidates and its suffix.
+_GROUP_PARAM = re.compile(r'^(resources|required|member_of|in_tree)(.*)$')
+
+
+def resource_query_from_request_spec(spec_obj):
+    """Return the :class:`~nova_image_traits.flavor.ResourceQuery` of a boot.
+
+    It is what nova's scheduler sends at boot, built by nova's own
+    ``ResourceRequest.from_request_spec`` (flavor, extra specs, CPU
+    policies, memory encryption, vTPM, vPMEM, secure boot and the other
+    image properties nova translates) and read back from its
+    ``to_querystring()``, the public form of that request. The new image's
+    ``trait:<NAME>=required`` traits are left out: the strategies add them
+    where nova does, to the unsuffixed group, and can also ask without
+    them. ``in_tree`` and ``limit`` are the strategies' to set.
+
+    :param spec_obj: the ``nova.objects.RequestSpec`` of the rebuild, whose
+        image is already the new one
+    :returns: a ResourceQuery, or None when nova cannot build the request
+        (the strategies then use the flavor alone)
+    """
+    try:
+        spec = spec_obj.obj_clone()
+        image = spec.image if 'image' in spec and spec.image else None
+        if (image is not None and 'properties' in image and
+                'traits_required' in image.properties):
+            del image.properties.traits_required
+        res_req = scheduler_utils.ResourceRequest.from_request_spec(
+            spec, enable_pinning_translate=True)
+        querystring = res_req.to_querystring()
+    except Exception as e:
+        LOG.warning('Cannot build the placement request of instance '
+                    '%(instance)s with nova\'s ResourceRequest (%(error)s); '
+                    'judging its flavor alone.',
+                    {'instance': getattr(spec_obj, 'instance_uuid', None),
+                     'error': '%s: %s' % (type(e).__name__, e)})
+        return None
+    return resource_query_from_querystring(querystring)
+
+
+def resource_query_from_querystring(querystring):
+    """Parse a ``GET /allocation_candidates`` query string into a query.
+
+    :param querystring: what ``ResourceRequest.to_querystring()`` returns
+    :returns: a :class:`~nova_image_traits.flavor.ResourceQuery` with
+        ``source='nova'``
+    """
+    groups = {}
+    policy = None
+    same_subtree = []
+    root_required, root_forbidden = set(), set()
+
+    def group(sfx):
+        return groups.setdefault(sfx, {'resources': {}, 'required': set(),
+                                       'forbidden': set(), 'member_of': []})
+
+    for key, value in urllib.parse.parse_qsl(querystring):
+        match = _GROUP_PARAM.match(key)
+        if key == 'group_policy':
+            policy = value
+        elif key == 'same_subtree':
+            same_subtree.append(tuple(value.split(',')))
+        elif key == 'root_required':
+            for name in value.split(','):
+                if name.startswith('!'):
+                    root_forbidden.add(name[1:])
+                elif name:
+                    root_required.add(name)
+        elif match and match.group(1) == 'resources':
+            for item in filter(None, value.split(',')):
+                rc, _sep, amount = item.partition(':')
+                group(match.group(2))['resources'][rc] = int(amount)
+        elif match and match.group(1) == 'required':
+            for name in filter(None, value.split(',')):
+                if name.startswith('!'):
+                    group(match.group(2))['forbidden'].add(name[1:])
+                else:
+                    group(match.group(2))['required'].add(name)
+        elif match and match.group(1) == 'member_of':
+            group(match.group(2))['member_of'].append(value)
+        # NOTE: in_tree and limit are the strategies' to set.
+    group('')
+    return nit_flavor.ResourceQuery(
+        groups=tuple(
+            nit_flavor.RequestGroup(
+                sfx, g['resources'], frozenset(g['required']),
+                frozenset(g['forbidden']), tuple(g['member_of']))
+            for sfx, g in sorted(groups.items())),
+        group_policy=policy, same_subtree=tuple(same_subtree),
+        root_required=frozenset(root_required),
+        root_forbidden=frozenset(root_forbidden), source='nova')
 
 
 def image_properties_from_image_meta(image_meta):
@@ -136,13 +232,14 @@ def from_request_spec(spec_obj, host_state):
         flavor=flavor_from_nova(spec_obj.flavor),
         original_image_properties=None,
         is_volume_backed=is_bfv,
+        resources=resource_query_from_request_spec(spec_obj),
         host=host_state.host,
         image_id=_image_id(image))
 
 
 def from_conductor_rebuild(instance, image_meta, orig_sys_metadata,
                            compute_node, is_volume_backed=False,
-                           orig_image_ref=None):
+                           orig_image_ref=None, request_spec=None):
     """Build the request the conductor hook asks about.
 
     :param instance: the ``nova.objects.Instance`` being rebuilt
@@ -154,6 +251,9 @@ def from_conductor_rebuild(instance, image_meta, orig_sys_metadata,
     :param is_volume_backed: whether the root disk is a volume
     :param orig_image_ref: the id of the image being replaced, to check
         that ``orig_sys_metadata`` describes it
+    :param request_spec: the rebuild's ``nova.objects.RequestSpec``, whose
+        image nova's API has already set to the new one, or None when the
+        conductor was not given one (the flavor alone is then judged)
     :returns: a :class:`~nova_image_traits.request.RebuildRequest`
     """
     return nit_request.RebuildRequest(
@@ -164,6 +264,8 @@ def from_conductor_rebuild(instance, image_meta, orig_sys_metadata,
         original_image_properties=image_properties_from_system_metadata(
             orig_sys_metadata, image_ref=orig_image_ref),
         is_volume_backed=bool(is_volume_backed),
+        resources=(resource_query_from_request_spec(request_spec)
+                   if request_spec is not None else None),
         host=instance.host,
         image_id=_image_id(image_meta))
 

@@ -323,36 +323,50 @@ def _http_error(url, resp):
         method='GET', url=url, status=resp.status_code, why=why)
 
 
-def candidate_params(groups, group_policy=None, root=None, limit=None):
-    """Return ``GET /allocation_candidates`` parameters for request groups.
+def candidate_params(query, root=None, limit=None, image_traits=()):
+    """Return ``GET /allocation_candidates`` parameters for a boot query.
 
-    Groups without resources are left out, as placement requires. Required
-    traits are listed, forbidden ones prefixed with ``!``.
+    Groups without resources are left out, as placement requires, unless
+    they are numbered and named in ``same_subtree`` (microversion 1.36).
+    Required traits are listed, forbidden ones prefixed with ``!``.
 
-    :param groups: :class:`~nova_image_traits.flavor.RequestGroup` objects
-    :param group_policy: the flavor's; ``none`` when several numbered
-        groups ask for resources and it is unset
+    :param query: a :class:`~nova_image_traits.flavor.ResourceQuery`
     :param root: restrict every group to this provider's tree
     :param limit: the number of candidates wanted, or None for all
+    :param image_traits: traits to require in the unsuffixed group, where
+        nova puts the image's
     :returns: a list of (name, value) pairs
     """
     params = []
-    numbered = 0
-    for group in groups:
-        if not group.resources:
-            continue
+    numbered = set()
+    subtree = {sfx for suffixes in query.same_subtree for sfx in suffixes}
+    for group in query.groups:
         sfx = group.suffix
-        numbered += 1 if sfx else 0
-        params.append(('resources' + sfx, ','.join(
-            '%s:%d' % item for item in sorted(group.resources.items()))))
-        traits = sorted(group.required) + [
-            '!' + t for t in sorted(group.forbidden)]
+        if not group.resources and not (sfx and sfx in subtree):
+            continue
+        if sfx:
+            numbered.add(sfx)
+        if group.resources:
+            params.append(('resources' + sfx, ','.join(
+                '%s:%d' % item for item in sorted(group.resources.items()))))
+        required = set(group.required)
+        if not sfx:
+            required |= set(image_traits)
+        traits = sorted(required) + ['!' + t for t in sorted(group.forbidden)]
         if traits:
             params.append(('required' + sfx, ','.join(traits)))
+        params.extend(('member_of' + sfx, m) for m in group.member_of)
         if root:
             params.append(('in_tree' + sfx, root))
-    if numbered > 1:
-        params.append(('group_policy', group_policy or 'none'))
+    if len(numbered) > 1:
+        params.append(('group_policy', query.group_policy or 'none'))
+    roots = sorted(query.root_required) + [
+        '!' + t for t in sorted(query.root_forbidden)]
+    if roots:
+        params.append(('root_required', ','.join(roots)))
+    for suffixes in query.same_subtree:
+        if set(suffixes) <= numbered:
+            params.append(('same_subtree', ','.join(sorted(suffixes))))
     if limit is not None:
         params.append(('limit', str(limit)))
     return params

@@ -29,9 +29,10 @@ class RebuildRequest:
     :ivar flavor: the server's :class:`~nova_image_traits.flavor.Flavor`
     :ivar original_image_properties: the current image's properties, or
         None when the caller cannot know them (the scheduler filter)
-    :ivar request_groups: the request groups to ask placement for, when
-        the caller knows them better than the flavor alone; None (what the
-        filter and the hook pass today) derives them from the flavor
+    :ivar resources: the :class:`~nova_image_traits.flavor.ResourceQuery`
+        a boot of the server sends, built by nova's own ``ResourceRequest``
+        inside nova; None derives it from the flavor alone (the command
+        line, which has no nova)
     """
     instance_uuid: str
     compute_node_uuid: str
@@ -40,6 +41,6 @@ class RebuildRequest:
         default_factory=nit_flavor.Flavor)
     original_image_properties: ty.Any = None
     is_volume_backed: bool = False
-    request_groups: ty.Optional[ty.Sequence[nit_flavor.RequestGroup]] = None
+    resources: ty.Optional[nit_flavor.ResourceQuery] = None
     host: ty.Optional[str] = None
     image_id: ty.Optional[str] = None

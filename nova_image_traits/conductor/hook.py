@@ -331,7 +331,8 @@ def validate_image_traits_for_rebuild(self, context, instance, image_ref):
             capture.orig_sys_metadata if capture else None,
             compute_node,
             is_volume_backed=_is_volume_backed(context, instance, capture),
-            orig_image_ref=capture.orig_image_ref if capture else None)
+            orig_image_ref=capture.orig_image_ref if capture else None,
+            request_spec=capture.request_spec if capture else None)
         decision = engine.decide(request, conf=conf)
     except Exception:
         # NOTE: anything escaping from here other than NoValidHost would

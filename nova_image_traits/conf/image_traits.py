@@ -30,6 +30,13 @@ built-in check.
 """)
 
 _STRATEGY_CHOICES = [
+    ('held_providers', "Placement's boot rule on the providers the server "
+                       "holds: each trait must be on a provider that "
+                       "serves the server's unsuffixed request group "
+                       "(the compute node, a NUMA node or pGPU serving an "
+                       "unsuffixed resource, a sharing disk pool). "
+                       "Capacity plays no part. Two requests, one more per "
+                       "further provider of that group."),
     ('reject', 'Refuse a rebuild whose new image requires a trait that '
                'neither the current image nor the flavor required. Makes '
                'no placement request.'),
@@ -39,10 +46,11 @@ _STRATEGY_CHOICES = [
                     'provider in the compute node tree. One request, two '
                     'when the root lacks a trait.'),
     ('in_tree_candidates', 'Ask GET /allocation_candidates restricted to '
-                           'the compute node tree, which judges traits '
-                           'exactly as a new boot on this host would. '
-                           'Needs placement microversion 1.31. One request, '
-                           'two when the first finds nothing.'),
+                           'the compute node tree whether a new boot could '
+                           'land on the providers the server holds. '
+                           'Inconclusive when they have no room for it. '
+                           'Needs placement microversion 1.31. Two '
+                           'requests, three when no candidate fits.'),
     ('allocation_traits', "Nova's own rule: the union of the traits of "
                           "the providers that hold the server's "
                           "allocations, read fresh. One request plus one "
@@ -55,18 +63,21 @@ STRATEGIES = tuple(name for name, _help in _STRATEGY_CHOICES)
 ALL_OPTS = [
     cfg.StrOpt(
         'strategy',
-        default='in_tree_candidates',
+        default='held_providers',
         choices=_STRATEGY_CHOICES,
         help="""
 How to decide whether the current host satisfies the traits that the new
 image requires on rebuild.
 
-The default, ``in_tree_candidates``, asks placement the same question it
-answers when a server boots, restricted to the server's current compute node
-tree, so a rebuild is accepted exactly when a new boot of the same flavor and
-image could land on this host. When placement cannot tell (the host is full,
-or placement is older than microversion 1.31), ``fallback_strategy``
-decides.
+A rebuild keeps the server's allocations, so the rebuilt server uses the
+resource providers it holds now. The default, ``held_providers``, applies
+placement's boot rule for image traits to those providers: each trait must
+be on a provider that serves the server's unsuffixed request group (where
+nova puts image traits at boot). Providers the server does not hold, and
+providers that serve only numbered request groups, do not count, and free
+capacity plays no part. It is inconclusive only when placement holds no
+allocations for the server or they cannot be attributed to the request
+groups; then ``fallback_strategy`` decides.
 
 Strategies are loaded with stevedore from the entry point namespace
 ``nova_image_traits.strategies``.
@@ -76,16 +87,18 @@ Strategies are loaded with stevedore from the entry point namespace
         default='root_traits',
         choices=_STRATEGY_CHOICES,
         help="""
-The strategy that decides when ``strategy`` is inconclusive. Only
-``in_tree_candidates`` can be inconclusive: when the host has no free
-capacity for the flavor (placement then returns no candidate with or without
-the traits, so "full" and "traits missing" look the same), and when
-placement is older than microversion 1.31.
+The strategy that decides when ``strategy`` is inconclusive.
+``held_providers`` is inconclusive when placement holds no allocations for
+the server, or they cannot be attributed to the request groups;
+``in_tree_candidates`` when the providers the server holds have no room for
+another boot of its flavor (placement then returns no candidate with or
+without the traits), when its disk comes from a sharing provider, and when
+placement is older than microversion 1.31; ``allocation_traits`` when
+placement holds no allocations.
 
-The default, ``root_traits``, agrees with ``in_tree_candidates`` whenever
-the flavor's unsuffixed resources come from the compute node itself, which is
-where nova puts image traits at boot, and costs one request. If the fallback
-is inconclusive too, the rebuild is refused.
+The default, ``root_traits``, judges the compute node's own traits and
+costs one request. If the fallback is inconclusive too, the rebuild is
+refused.
 """),
     cfg.StrOpt(
         'on_placement_error',

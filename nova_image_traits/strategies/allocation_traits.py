@@ -11,7 +11,6 @@
 # under the License.
 
 from nova_image_traits import decision
-from nova_image_traits import placement
 from nova_image_traits.strategies import base
 
 
@@ -36,10 +35,7 @@ class AllocationTraitsStrategy(base.Strategy):
     rule = 'the providers holding the server\'s resources must have them'
 
     def evaluate(self, ctx):
-        url = '/allocations/%s' % placement.quote(ctx.request.instance_uuid)
-        body = ctx.placement.get(url, version='1.0')
-        allocations = placement.require(
-            body.get('allocations'), dict, url, 'allocations')
+        allocations = self.held_allocations(ctx)
         if not allocations:
             return decision.Verdict(
                 decision.INCONCLUSIVE,

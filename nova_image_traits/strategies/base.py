@@ -50,12 +50,37 @@ class Strategy(metaclass=abc.ABCMeta):
         """Return a :class:`~nova_image_traits.decision.Verdict`."""
 
     @staticmethod
-    def request_groups(ctx):
-        """Return the request groups a boot of this server would send."""
+    def resource_query(ctx):
+        """Return the boot query of this server, less the image traits.
+
+        It is nova's own when the caller built it with nova, else the
+        flavor's (:class:`~nova_image_traits.flavor.ResourceQuery`).
+        """
         request = ctx.request
-        if request.request_groups is not None:
-            return list(request.request_groups)
-        return request.flavor.request_groups(request.is_volume_backed)
+        if request.resources is not None:
+            return request.resources
+        return request.flavor.resource_query(request.is_volume_backed)
+
+    @staticmethod
+    def held_allocations(ctx):
+        """Return what the server holds: ``{rp_uuid: {rc: amount}}``.
+
+        One request, ``GET /allocations/{consumer}``; a rebuild keeps these
+        allocations, so they name the providers the rebuilt server uses.
+        """
+        url = '/allocations/%s' % placement.quote(ctx.request.instance_uuid)
+        body = ctx.placement.get(url, version='1.0')
+        allocations = placement.require(
+            body.get('allocations'), dict, url, 'allocations')
+        held = {}
+        for rp_uuid, alloc in allocations.items():
+            alloc = placement.require(alloc, dict, url, 'an allocation')
+            resources = placement.require(
+                alloc.get('resources'), dict, url, 'resources')
+            held[str(rp_uuid)] = {
+                str(rc): placement.require(n, int, url, 'an amount')
+                for rc, n in resources.items()}
+        return held
 
     @staticmethod
     def provider_traits(ctx, rp_uuid):

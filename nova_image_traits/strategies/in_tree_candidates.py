@@ -10,7 +10,6 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-import dataclasses
 import threading
 
 from oslo_log import log as logging
@@ -28,33 +27,44 @@ MIN_VERSION = '1.31'
 #: requests (1.34) tell which providers served which group.
 PREFERRED_VERSION = '1.36'
 
+#: The most candidates read; a held candidate beyond it is not seen.
+CANDIDATE_LIMIT = 1000
+
 _warned = threading.Event()
 
 
 class InTreeCandidatesStrategy(base.Strategy):
-    """Ask placement the question it answers at boot, for this host only.
+    """Ask placement whether a boot could land on the providers held now.
 
-    Sends ``GET /allocation_candidates?in_tree=<root>&limit=1`` with the
-    flavor's resources as nova requests them at boot (the unsuffixed group
-    and any granular groups, each restricted to the tree), the flavor's
-    required and forbidden traits, and the new image's required traits in
-    the unsuffixed group. The rebuild is accepted when a candidate exists:
-    the traits are judged exactly as for a new boot on this host, so a trait
-    that only a nested provider outside the unsuffixed group has does not
-    count.
+    Sends ``GET /allocation_candidates`` with the boot query nova sends
+    (its own ``ResourceRequest`` inside nova), every group restricted to
+    the compute node's tree with ``in_tree``, and the new image's required
+    traits in the unsuffixed group. A candidate counts only when it lands
+    on the providers the server holds (each of its allocations is one the
+    server has), because a rebuild keeps those allocations; a candidate on
+    another NUMA node or pGPU of the same host does not count. The rebuild
+    is accepted when such a candidate exists.
 
-    Placement cannot discount the server's own usage, so a host with no free
-    capacity returns no candidate whether or not the traits are there. When
-    the first query finds nothing, a second one without the image traits
-    tells the two apart: a candidate there means the traits are missing; none
-    means placement cannot tell, and the verdict is *inconclusive* so that
-    ``[image_traits] fallback_strategy`` decides. Placement older than
-    microversion 1.31 is inconclusive too, with one warning per process.
+    Placement cannot discount the server's own usage, so when the providers
+    the server holds have no room for a second copy of it (a full host, a
+    full pGPU) no candidate counts, with or without the traits. A second
+    query without the image traits tells the two apart: a held candidate
+    there means the traits are missing; none means placement cannot tell,
+    and the verdict is *inconclusive*, so that ``[image_traits]
+    fallback_strategy`` decides. Placement leaves sharing providers out of
+    an ``in_tree`` unsuffixed group, so a host whose disk is shared is
+    inconclusive too, and so is placement older than microversion 1.31
+    (one warning per process).
+
+    Requests: ``GET /allocations/{server}`` and one or two allocation
+    candidates queries. Placement's cost for those grows with the cloud,
+    not just the tree (it sums usage over every provider with the
+    requested classes before applying ``in_tree``).
     """
 
     name = 'in_tree_candidates'
-    rule = ('a new boot of this flavor and image on this host must be '
-            'possible')
+    rule = ('a new boot of this flavor and image on the providers the '
+            'server holds must be possible')
 
     def evaluate(self, ctx):
         session = ctx.placement
@@ -76,9 +86,8 @@ class InTreeCandidatesStrategy(base.Strategy):
             session.max_version(),
             placement.parse_version(PREFERRED_VERSION)))
         root = ctx.request.compute_node_uuid
-        groups = self.request_groups(ctx)
-        policy = ctx.request.flavor.group_policy
-        if not any(g.resources for g in groups if not g.suffix):
+        query = self.resource_query(ctx)
+        if not query.unsuffixed.resources:
             # NOTE: image traits belong to the unsuffixed group; placement
             # ignores a group without resources, so asking would accept
             # traits it never checked.
@@ -86,10 +95,19 @@ class InTreeCandidatesStrategy(base.Strategy):
                 decision.INCONCLUSIVE, providers=(root,),
                 detail=('the unsuffixed request group, which carries the '
                         'image traits, asks for no resources'))
+        # NOTE: refuse a query placement would not take before asking
+        # anything (the image traits make it long).
+        session.build_url('/allocation_candidates', placement.candidate_params(
+            query, root, limit=CANDIDATE_LIMIT, image_traits=ctx.required))
+        held = self.held_allocations(ctx)
+        if not held:
+            return decision.Verdict(
+                decision.INCONCLUSIVE,
+                detail='placement holds no allocations for the server')
 
         try:
-            body = self._candidates(session, groups, root, ctx.required,
-                                    policy, version)
+            body, match = self._held_candidate(session, query, root, held,
+                                               ctx.required, version)
         except exception.PlacementUnknownTraits as e:
             unknown = e.traits & ctx.required
             if not unknown:
@@ -98,64 +116,65 @@ class InTreeCandidatesStrategy(base.Strategy):
                 decision.REJECT, missing=unknown, providers=(root,),
                 detail='placement does not know %s' % ', '.join(
                     sorted(unknown)))
-        if body['allocation_requests']:
+        if match is not None:
             return decision.Verdict(
-                decision.ACCEPT, providers=self._providers(body))
+                decision.ACCEPT, providers=tuple(sorted(match['allocations'])))
 
-        body = self._candidates(session, groups, root, frozenset(), policy,
-                                version)
-        if not body['allocation_requests']:
+        body, match = self._held_candidate(session, query, root, held,
+                                           frozenset(), version)
+        if match is None:
+            many = len(body['allocation_requests']) >= CANDIDATE_LIMIT
             return decision.Verdict(
-                decision.INCONCLUSIVE, providers=(root,),
-                detail=('no allocation candidate on this host even without '
-                        'the image traits: the host has no free capacity '
-                        'for the flavor, or some of its resources come '
-                        'from a sharing provider, which placement leaves '
-                        'out of in_tree queries; placement cannot tell '
-                        'whether the traits are there'))
-        missing = ctx.required - self._unsuffixed_traits(body)
+                decision.INCONCLUSIVE, providers=tuple(sorted(held)),
+                detail=('over %d candidates on this host and none on the '
+                        'providers the server holds' % CANDIDATE_LIMIT
+                        if many else
+                        'no allocation candidate on the providers the '
+                        'server holds even without the image traits: they '
+                        'have no room for another boot of the flavor, or '
+                        'its disk comes from a sharing provider, which '
+                        'placement leaves out of in_tree queries; placement '
+                        'cannot tell whether the traits are there'))
+        missing = ctx.required - self._unsuffixed_traits(body, match)
         return decision.Verdict(
             decision.REJECT, missing=frozenset(missing or ctx.required),
-            providers=self._providers(body),
-            detail=('no allocation candidate on this host with the image '
-                    'traits'))
+            providers=tuple(sorted(match['allocations'])),
+            detail=('no allocation candidate on the providers the server '
+                    'holds with the image traits'))
 
-    def _candidates(self, session, groups, root, image_traits, policy,
-                    version):
+    @staticmethod
+    def _held_candidate(session, query, root, held, image_traits, version):
+        """Return the body and its first candidate the server holds, if any.
+
+        A candidate is held when each of its allocations is one the server
+        has: the same amount of the same class on the same provider.
+        """
         url = '/allocation_candidates'
-        # NOTE: nova puts the image's traits in the unsuffixed group.
-        groups = [dataclasses.replace(g, required=g.required | image_traits)
-                  if not g.suffix else g for g in groups]
-        params = placement.candidate_params(groups, policy, root, limit=1)
+        params = placement.candidate_params(
+            query, root, limit=CANDIDATE_LIMIT, image_traits=image_traits)
         body = session.get(url, params, version=version)
-        placement.require(body.get('allocation_requests'), list, url,
-                          'allocation_requests')
+        candidates = placement.require(body.get('allocation_requests'),
+                                       list, url, 'allocation_requests')
         placement.require(body.get('provider_summaries'), dict, url,
                           'provider_summaries')
-        for areq in body['allocation_requests'][:1]:
+        for areq in candidates:
             placement.require(areq, dict, url, 'an allocation request')
-            placement.require(areq.get('allocations'), dict, url,
-                              'allocations')
-        return body
+            allocs = placement.require(areq.get('allocations'), dict, url,
+                                       'allocations')
+            if all(rp in held and all(
+                    held[rp].get(rc) == n for rc, n in
+                    (a.get('resources') or {}).items())
+                    for rp, a in allocs.items()):
+                return body, areq
+        return body, None
 
     @staticmethod
-    def _providers(body):
-        seen = []
-        for areq in body['allocation_requests'][:1]:
-            allocs = areq.get('allocations') or {}
-            for uuid in allocs:
-                if uuid not in seen:
-                    seen.append(str(uuid))
-        return tuple(seen)
+    def _unsuffixed_traits(body, areq):
+        """Return the traits of the candidate's unsuffixed group providers.
 
-    @staticmethod
-    def _unsuffixed_traits(body):
-        """Return the traits of the unsuffixed group's providers.
-
-        Those are the providers the first candidate maps to the unsuffixed
-        group, or every allocated provider before microversion 1.34.
+        Those are the providers the candidate maps to the unsuffixed group,
+        or every allocated provider before microversion 1.34.
         """
-        areq = body['allocation_requests'][0]
         mappings = areq.get('mappings')
         if isinstance(mappings, dict) and '' in mappings:
             uuids = mappings['']

@@ -92,13 +92,14 @@ class TreeTraitsStrategy(base.Strategy):
         """
         if not ctx.placement.supports(SUMMARIES_VERSION):
             return None
-        unsuffixed = [g for g in self.request_groups(ctx) if not g.suffix]
-        if not unsuffixed or not unsuffixed[0].resources:
+        unsuffixed = self.resource_query(ctx).unsuffixed
+        if not unsuffixed.resources:
             return None
         url = '/allocation_candidates'
-        resources_only = flavor.RequestGroup('', unsuffixed[0].resources)
+        resources_only = flavor.ResourceQuery(groups=(
+            flavor.RequestGroup('', unsuffixed.resources),))
         body = ctx.placement.get(
-            url, placement.candidate_params([resources_only], root=root,
+            url, placement.candidate_params(resources_only, root=root,
                                             limit=1),
             version=SUMMARIES_VERSION)
         candidates = placement.require(body.get('allocation_requests'),

@@ -108,8 +108,12 @@ class ScriptedSession(object):
         self.bodies = dict(bodies or {})
         self.default = default
         self._max_version = max_version
+        self._max_url_length = 8000
         self.requests = 0
         self.calls = []
+
+    def build_url(self, path, params=None):
+        return placement.PlacementSession.build_url(self, path, params)
 
     def max_version(self):
         return self._max_version

@@ -53,7 +53,7 @@ class DefaultsTest(base.TestCase):
 
     def test_defaults(self):
         opts = self.conf.image_traits
-        self.assertEqual('in_tree_candidates', opts.strategy)
+        self.assertEqual('held_providers', opts.strategy)
         self.assertEqual('root_traits', opts.fallback_strategy)
         self.assertEqual('reject', opts.on_placement_error)
         self.assertEqual(20.0, opts.decision_timeout)
@@ -133,7 +133,7 @@ class RegisterTest(base.TestCase):
         self.assertEqual(7, conf.placement.timeout)
         # nova's defaults are left alone
         self.assertEqual(['internal'], conf.placement.valid_interfaces)
-        self.assertEqual('in_tree_candidates', conf.image_traits.strategy)
+        self.assertEqual('held_providers', conf.image_traits.strategy)
 
     def test_group_registers_once(self):
         conf = cfg.ConfigOpts()

@@ -33,6 +33,7 @@ AC = '/allocation_candidates'
 ROOT_TRAITS = '/resource_providers/%s/traits' % ROOT
 ALLOCATIONS = '/allocations/%s' % fakes.INSTANCE
 EMPTY = {'allocation_requests': [], 'provider_summaries': {}}
+HELD = {'allocations': {ROOT: {'resources': {'VCPU': 1}}}}
 FOUND = {'allocation_requests': [{'allocations': {ROOT: {'resources': {
     'VCPU': 1}}}, 'mappings': {'': [ROOT]}}],
     'provider_summaries': {ROOT: {'resources': {}, 'traits': [GOLD]}}}
@@ -56,8 +57,13 @@ class EngineTestCase(base.TestCase):
         patcher = mock.patch.object(placement, 'get_client')
         self.get_client = patcher.start()
         self.addCleanup(patcher.stop)
+        # NOTE: the engine's paths are tested with the strategy that has
+        # the most of them (inconclusive verdicts, fallbacks, versions).
+        self.flags(strategy='in_tree_candidates')
 
     def decide(self, image=IMAGE, routes=None, flavor=None, **kwargs):
+        routes = dict(routes or {})
+        routes.setdefault(ALLOCATIONS, HELD)
         self.adapter = fakes.StubAdapter(routes)
         self.client = fakes.StubClient(self.adapter)
         request = nit_request.RebuildRequest(
@@ -142,7 +148,7 @@ class StrategyOutcomeTest(EngineTestCase):
         self.assertTrue(result.allowed)
         self.assertEqual('in_tree_candidates', result.decided_by)
         self.assertIsNone(result.fallback)
-        self.assertEqual(2, result.requests)
+        self.assertEqual(3, result.requests)
         self.assertEqual(frozenset([GOLD]), result.required)
         self.assertEqual((ROOT,), result.providers)
 
@@ -170,8 +176,9 @@ class StrategyOutcomeTest(EngineTestCase):
         self.assertEqual('root_traits', result.fallback)
         self.assertEqual('root_traits', result.decided_by)
         self.assertEqual('in_tree_candidates', result.strategy)
-        self.assertEqual(4, result.requests)
-        self.assertEqual(['/', AC, AC, ROOT_TRAITS], self.adapter.paths)
+        self.assertEqual(5, result.requests)
+        self.assertEqual(['/', ALLOCATIONS, AC, AC, ROOT_TRAITS],
+                         self.adapter.paths)
         self.assertIn('root_traits', result.detail)
 
     def test_fallback_rejects(self):
@@ -193,7 +200,7 @@ class StrategyOutcomeTest(EngineTestCase):
         self.assertFalse(result.allowed)
         self.assertEqual('inconclusive', result.cause)
         self.assertIsNone(result.fallback)
-        self.assertEqual(3, result.requests)
+        self.assertEqual(4, result.requests)
         self.assertIn(GOLD, result.user_reason())
 
     def test_fallback_inconclusive_too(self):
@@ -214,7 +221,7 @@ class StrategyOutcomeTest(EngineTestCase):
         self.assertEqual(decision.REJECT, result.outcome)
         self.assertFalse(result.allowed)
         self.assertEqual('query-too-long', result.cause)
-        self.assertEqual(['/'], self.adapter.paths)
+        self.assertEqual(['/', ALLOCATIONS], self.adapter.paths)
         self.assertIn('too many or too long', result.user_reason())
 
 
@@ -377,6 +384,7 @@ class UnexpectedFailureTest(EngineTestCase):
         path = self.useFixture(fixtures.TempDir()).path + '/nova.conf'
         with open(path, 'w') as f:
             f.write('[image_traits]\nstrategy = in-tree\n')
+        self.conf.clear_override('strategy', group='image_traits')
         self.conf(['--config-file', path])
         result = self._decide_with(self._broken_client())
         self.assertEqual('misconfigured', result.cause)

@@ -29,8 +29,8 @@ SHARING = fakes.SHARING
 GOLD = 'CUSTOM_GOLD'
 BLUE = 'CUSTOM_BLUE'
 AVX2 = 'HW_CPU_X86_AVX2'
-NAMES = ('reject', 'root_traits', 'tree_traits', 'in_tree_candidates',
-         'allocation_traits')
+NAMES = ('held_providers', 'reject', 'root_traits', 'tree_traits',
+         'in_tree_candidates', 'allocation_traits')
 ROOT_TRAITS = ('/resource_providers/%s/traits' % ROOT, ())
 ALLOCATIONS = ('/allocations/%s' % fakes.INSTANCE, ())
 
@@ -305,24 +305,68 @@ def _candidates(*areqs, **traits_by_rp):
 EMPTY = _candidates()
 
 
+def _held(*uuids):
+    return {'allocations': {u: {'resources': {'VCPU': 1}} for u in uuids}}
+
+
+def _with_held(answer, held=(ROOT,)):
+    """Answer GET /allocations with ``held``, anything else ``answer``."""
+    def route(path, params):
+        if path == ALLOCATIONS[0]:
+            return _held(*held)
+        return answer(path, params)
+    return route
+
+
 class InTreeCandidatesTest(base.TestCase):
 
     strategy = strategies.load('in_tree_candidates')
 
-    def _by_image_traits(self, with_traits, without_traits, **kwargs):
+    def _by_image_traits(self, with_traits, without_traits, held=(ROOT,),
+                         **kwargs):
         """A session answering by whether the query asks for GOLD."""
         def answer(path, params):
             self.assertEqual('/allocation_candidates', path)
             required = dict(params).get('required', '')
             return with_traits if GOLD in required else without_traits
-        return fakes.ScriptedSession(default=answer, **kwargs)
+        return fakes.ScriptedSession(default=_with_held(answer, held),
+                                     **kwargs)
 
-    def test_candidate_accepts_with_one_request(self):
+    def test_candidate_accepts_with_two_requests(self):
         session = self._by_image_traits(
             _candidates(_candidate({'': [ROOT]}), **{ROOT: [GOLD]}), EMPTY)
         verdict = self.strategy.evaluate(_ctx([GOLD], session))
         self.assertEqual(decision.ACCEPT, verdict.outcome)
         self.assertEqual((ROOT,), verdict.providers)
+        self.assertEqual(2, session.requests)
+        self.assertEqual(ALLOCATIONS[0], session.calls[0][0])
+
+    def test_candidate_on_providers_not_held_does_not_count(self):
+        # The trait is on a child the server does not hold: placement finds
+        # a candidate there, but a rebuild keeps the server on ROOT.
+        with_traits = _candidates(
+            _candidate({'': [ROOT, CHILD]}, allocations=(ROOT, CHILD)),
+            **{ROOT: [], CHILD: [GOLD]})
+        without = _candidates(_candidate({'': [ROOT]}), **{ROOT: []})
+        session = self._by_image_traits(with_traits, without)
+        verdict = self.strategy.evaluate(_ctx([GOLD], session))
+        self.assertEqual(decision.REJECT, verdict.outcome)
+        self.assertEqual(frozenset([GOLD]), verdict.missing)
+        self.assertEqual(3, session.requests)
+
+    def test_a_held_candidate_after_others_counts(self):
+        with_traits = _candidates(
+            _candidate({'': [CHILD]}, allocations=(CHILD,)),
+            _candidate({'': [ROOT]}), **{ROOT: [GOLD], CHILD: [GOLD]})
+        session = self._by_image_traits(with_traits, EMPTY)
+        verdict = self.strategy.evaluate(_ctx([GOLD], session))
+        self.assertEqual(decision.ACCEPT, verdict.outcome)
+        self.assertEqual((ROOT,), verdict.providers)
+
+    def test_no_allocations_is_inconclusive(self):
+        session = self._by_image_traits(EMPTY, EMPTY, held=())
+        verdict = self.strategy.evaluate(_ctx([GOLD], session))
+        self.assertEqual(decision.INCONCLUSIVE, verdict.outcome)
         self.assertEqual(1, session.requests)
 
     def test_reject_names_traits_missing_from_the_unsuffixed_group(self):
@@ -331,16 +375,16 @@ class InTreeCandidatesTest(base.TestCase):
         without = _candidates(
             _candidate({'': [ROOT], '1': [CHILD]}, allocations=(ROOT, CHILD)),
             **{ROOT: [AVX2], CHILD: [BLUE]})
-        session = self._by_image_traits(EMPTY, without)
+        session = self._by_image_traits(EMPTY, without, held=(ROOT, CHILD))
         verdict = self.strategy.evaluate(_ctx([GOLD, BLUE, AVX2], session))
         self.assertEqual(decision.REJECT, verdict.outcome)
         self.assertEqual(frozenset([GOLD, BLUE]), verdict.missing)
-        self.assertEqual(2, session.requests)
+        self.assertEqual(3, session.requests)
 
     def test_reject_without_mappings_uses_every_allocated_provider(self):
         without = _candidates(_candidate(allocations=(ROOT, CHILD)),
                               **{ROOT: [], CHILD: [BLUE]})
-        session = self._by_image_traits(EMPTY, without,
+        session = self._by_image_traits(EMPTY, without, held=(ROOT, CHILD),
                                         max_version=(1, 33))
         verdict = self.strategy.evaluate(_ctx([GOLD, BLUE], session))
         self.assertEqual(decision.REJECT, verdict.outcome)
@@ -351,8 +395,8 @@ class InTreeCandidatesTest(base.TestCase):
         verdict = self.strategy.evaluate(_ctx([GOLD], session))
         self.assertEqual(decision.INCONCLUSIVE, verdict.outcome)
         self.assertEqual((ROOT,), verdict.providers)
-        self.assertEqual(2, session.requests)
-        self.assertIn('no free capacity', verdict.detail)
+        self.assertEqual(3, session.requests)
+        self.assertIn('no room for another boot', verdict.detail)
 
     def test_old_placement_is_inconclusive_and_warns_once(self):
         logger = self.useFixture(fixtures.FakeLogger(
@@ -371,7 +415,7 @@ class InTreeCandidatesTest(base.TestCase):
         session = self._by_image_traits(EMPTY, EMPTY,
                                         max_version=max_version)
         self.strategy.evaluate(_ctx(required, session, flavor=flavor))
-        return session.calls
+        return session.calls[1:]
 
     def test_query(self):
         flavor = nit_flavor.Flavor(
@@ -382,10 +426,10 @@ class InTreeCandidatesTest(base.TestCase):
         first = [('resources', 'DISK_GB:10,MEMORY_MB:1024,VCPU:2'),
                  ('required', ','.join([BLUE, GOLD, AVX2,
                                         '!CUSTOM_OLD', '!CUSTOM_RED'])),
-                 ('in_tree', ROOT), ('limit', '1')]
+                 ('in_tree', ROOT), ('limit', '1000')]
         second = [('resources', 'DISK_GB:10,MEMORY_MB:1024,VCPU:2'),
                   ('required', AVX2 + ',!CUSTOM_OLD,!CUSTOM_RED'),
-                  ('in_tree', ROOT), ('limit', '1')]
+                  ('in_tree', ROOT), ('limit', '1000')]
         self.assertEqual([('/allocation_candidates', first, '1.36'),
                           ('/allocation_candidates', second, '1.36')],
                          calls)
@@ -404,7 +448,7 @@ class InTreeCandidatesTest(base.TestCase):
                           ('in_tree', ROOT),
                           ('resources1', 'CUSTOM_MAGIC:1'),
                           ('required1', BLUE), ('in_tree1', ROOT),
-                          ('limit', '1')], params)
+                          ('limit', '1000')], params)
 
     def test_query_group_policy_with_two_granular_groups(self):
         specs = {'resources1:CUSTOM_MAGIC': '1', 'resources2:VGPU': '1'}
@@ -418,11 +462,12 @@ class InTreeCandidatesTest(base.TestCase):
 
     def test_request_groups_given_by_the_caller_win(self):
         bandwidth = 'NET_BW_EGR_KILOBIT_PER_SEC'
-        groups = [nit_flavor.RequestGroup('', {'VCPU': 4}),
-                  nit_flavor.RequestGroup('_port', {bandwidth: 1000})]
+        query = nit_flavor.ResourceQuery(groups=(
+            nit_flavor.RequestGroup('', {'VCPU': 4}),
+            nit_flavor.RequestGroup('_port', {bandwidth: 1000})))
         session = self._by_image_traits(EMPTY, EMPTY)
-        self.strategy.evaluate(_ctx([GOLD], session, request_groups=groups))
-        params = session.calls[0][1]
+        self.strategy.evaluate(_ctx([GOLD], session, resources=query))
+        params = session.calls[1][1]
         self.assertEqual(('resources', 'VCPU:4'), params[0])
         self.assertIn(('resources_port', bandwidth + ':1000'), params)
 
@@ -430,13 +475,14 @@ class InTreeCandidatesTest(base.TestCase):
         # The unsuffixed group carries the image traits. When it asks for no
         # resources, its traits must not silently vanish from the query,
         # or any candidate "accepts" traits nobody asked placement about.
-        groups = [nit_flavor.RequestGroup(''),
-                  nit_flavor.RequestGroup('1', {'VCPU': 2})]
-        session = fakes.ScriptedSession(default=lambda path, params:
-                                        _candidates(_candidate({'1': [ROOT]}),
-                                                    **{ROOT: []}))
+        query = nit_flavor.ResourceQuery(groups=(
+            nit_flavor.RequestGroup(''),
+            nit_flavor.RequestGroup('1', {'VCPU': 2})))
+        session = fakes.ScriptedSession(default=_with_held(
+            lambda path, params: _candidates(_candidate({'1': [ROOT]}),
+                                             **{ROOT: []})))
         verdict = self.strategy.evaluate(
-            _ctx([GOLD], session, request_groups=groups))
+            _ctx([GOLD], session, resources=query))
         asked = [q for _p, q, _v in session.calls
                  if any(GOLD in value for _k, value in q)]
         if verdict.outcome == decision.ACCEPT:
@@ -447,13 +493,14 @@ class InTreeCandidatesTest(base.TestCase):
         for body in ({'allocation_requests': {}, 'provider_summaries': {}},
                      {'allocation_requests': [], 'provider_summaries': []},
                      {'provider_summaries': {}}):
-            session = fakes.ScriptedSession(default=lambda p, q: body)
+            session = fakes.ScriptedSession(
+                default=_with_held(lambda p, q: body))
             self.assertRaises(exception.PlacementMalformedResponse,
                               self.strategy.evaluate, _ctx([GOLD], session))
 
     def test_malformed_allocation_request(self):
         body = {'allocation_requests': ['not an object'],
                 'provider_summaries': {}}
-        session = fakes.ScriptedSession(default=lambda p, q: body)
+        session = fakes.ScriptedSession(default=_with_held(lambda p, q: body))
         self.assertRaises(exception.PlacementMalformedResponse,
                           self.strategy.evaluate, _ctx([GOLD], session))

@@ -195,6 +195,30 @@ class ImageTraitsTestBase(HarnessMixin,
         resp = self._set_provider_traits(rp_uuid, list(traits))
         self.assertEqual(200, resp.status, resp.body)
 
+    def add_sibling(self, name=None):
+        """Add a provider beside ``<host>-child``, as another driver would.
+
+        It has its own ``CUSTOM_MAGIC`` inventory, so a boot could use it
+        too; the server already booted does not hold it.
+
+        :returns: the new provider's UUID
+        """
+        parent = self.placement.get(
+            '/resource_providers/%s' % self.child, version='1.14').body
+        resp = self.placement.post(
+            '/resource_providers',
+            {'name': name or '%s-sibling' % self.child,
+             'parent_provider_uuid': parent['parent_provider_uuid']},
+            version='1.20')
+        self.assertEqual(200, resp.status, resp.body)
+        sibling = resp.body['uuid']
+        resp = self.placement.put(
+            '/resource_providers/%s/inventories' % sibling,
+            {'resource_provider_generation': resp.body['generation'],
+             'inventories': {CHILD_RESOURCE: {'total': 4}}})
+        self.assertEqual(200, resp.status, resp.body)
+        return sibling
+
     def create_image(self, required=(), forbidden=(), name=None):
         """Create an image in nova's fake glance.
 

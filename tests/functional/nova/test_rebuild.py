@@ -48,8 +48,8 @@ TRAIT = 'HW_CPU_X86_AVX512F'
 
 HOST = 'host1'
 
-STRATEGIES = ('reject', 'root_traits', 'tree_traits', 'in_tree_candidates',
-              'allocation_traits')
+STRATEGIES = ('held_providers', 'reject', 'root_traits', 'tree_traits',
+              'in_tree_candidates', 'allocation_traits')
 
 #: Where the trait is, and how the server was booted. Traits are put on
 #: the providers after the boot (a forbidden trait on the root would stop
@@ -62,6 +62,10 @@ SCENARIOS = {
     'allocated_child': dict(child=True, magic=True),
     # The trait is only on the child, which the server does not use.
     'unallocated_child': dict(child=True),
+    # The server uses the child (resources1:CUSTOM_MAGIC=1); the trait is
+    # on a sibling of the child, added through placement, which it does
+    # not hold.
+    'sibling': dict(sibling=True, magic=True),
     # No provider has the trait.
     'nowhere': dict(),
     # The root has it, but the flavor says trait:<TRAIT>=forbidden.
@@ -77,6 +81,8 @@ F = 'ERROR'
 
 #: With the conductor hook: each strategy's rule alone.
 #:
+#: * held_providers: on the providers serving the server's unsuffixed
+#:   group (the root here; the child serves only numbered group 1);
 #: * reject: only traits the current image or the flavor already required;
 #: * root_traits: on the compute node root;
 #: * tree_traits: anywhere in the compute node tree;
@@ -87,14 +93,15 @@ F = 'ERROR'
 #:
 #: A trait the flavor forbids is always refused.
 EXPECTED_WITH_HOOK = {
-    #                   reject root tree in_tree alloc
-    'root':              (F,    P,   P,   P,      P),
-    'allocated_child':   (F,    F,   P,   F,      P),
-    'unallocated_child': (F,    F,   P,   F,      F),
-    'nowhere':           (F,    F,   F,   F,      F),
-    'forbidden':         (F,    F,   F,   F,      F),
-    'full_host':         (F,    P,   P,   P,      P),
-    'already_required':  (P,    P,   P,   P,      P),
+    #                   held reject root tree in_tree alloc
+    'root':              (P,  F,    P,   P,   P,      P),
+    'allocated_child':   (F,  F,    F,   P,   F,      P),
+    'unallocated_child': (F,  F,    F,   P,   F,      F),
+    'sibling':           (F,  F,    F,   P,   F,      F),
+    'nowhere':           (F,  F,    F,   F,   F,      F),
+    'forbidden':         (F,  F,    F,   F,   F,      F),
+    'full_host':         (P,  F,    P,   P,   P,      P),
+    'already_required':  (P,  P,    P,   P,   P,      P),
 }
 
 #: Nova's own conductor check: the traits of the allocated providers.
@@ -102,6 +109,7 @@ NOVA_CHECK = {
     'root': P,
     'allocated_child': P,
     'unallocated_child': F,
+    'sibling': F,
     'nowhere': F,
     'forbidden': F,
     'full_host': P,
@@ -112,14 +120,15 @@ NOVA_CHECK = {
 #: filter cannot know the current image, so ``reject`` only counts the
 #: flavor's traits and refuses ``already_required`` too.
 EXPECTED_WITH_FILTER = {
-    #                   reject root tree in_tree alloc
-    'root':              (F,    P,   P,   P,      P),
-    'allocated_child':   (F,    F,   P,   F,      P),
-    'unallocated_child': (F,    F,   F,   F,      F),
-    'nowhere':           (F,    F,   F,   F,      F),
-    'forbidden':         (F,    F,   F,   F,      F),
-    'full_host':         (F,    P,   P,   P,      P),
-    'already_required':  (F,    P,   P,   P,      P),
+    #                   held reject root tree in_tree alloc
+    'root':              (P,  F,    P,   P,   P,      P),
+    'allocated_child':   (F,  F,    F,   P,   F,      P),
+    'unallocated_child': (F,  F,    F,   F,   F,      F),
+    'sibling':           (F,  F,    F,   F,   F,      F),
+    'nowhere':           (F,  F,    F,   F,   F,      F),
+    'forbidden':         (F,  F,    F,   F,   F,      F),
+    'full_host':         (P,  F,    P,   P,   P,      P),
+    'already_required':  (P,  F,    P,   P,   P,      P),
 }
 
 #: Cases where our check refuses although nova's check would pass, or the
@@ -174,6 +183,8 @@ class _RebuildMatrixBase(base.ImageTraitsTestBase):
             self.set_traits(self.root, [TRAIT])
         if spec.get('child'):
             self.set_traits(self.child, [TRAIT])
+        if spec.get('sibling'):
+            self.set_traits(self.add_sibling(), [TRAIT])
         if spec.get('full'):
             self.fill_host(self.root)
 
@@ -278,6 +289,8 @@ class ExpectationsTest(oslo_base.BaseTestCase):
         self.assertIn(('unallocated_child', 'tree_traits'),
                       _HOOK_DIFFERS_FROM_NOVA)
         self.assertIn(('allocated_child', 'root_traits'),
+                      _HOOK_DIFFERS_FROM_NOVA)
+        self.assertIn(('allocated_child', 'held_providers'),
                       _HOOK_DIFFERS_FROM_NOVA)
 
 
