@@ -78,10 +78,10 @@ def default_scenario_path():
                          % SAMPLE)
 
 
-def _candidate_query(groups, policy, root=None):
-    """``GET /allocation_candidates`` URL for request groups."""
+def _candidate_query(query, root=None, image_traits=()):
+    """``GET /allocation_candidates`` URL for a boot query."""
     return '/allocation_candidates?' + urllib.parse.urlencode(
-        placement.candidate_params(groups, policy, root))
+        placement.candidate_params(query, root, image_traits=image_traits))
 
 
 class SimulatedCloud(object):
@@ -200,17 +200,17 @@ class SimulatedCloud(object):
         host = scn.by_name('hosts')[server.host]
         flavor = scn.by_name('flavors')[server.flavor].to_flavor()
         image = scn.by_name('images')[server.image]
-        groups = flavor.request_groups(image_traits=nit_traits.image_traits(
-            image.properties).required)
+        query = flavor.resource_query()
+        traits = nit_traits.image_traits(image.properties).required
         root = self.providers[host.name]
         tree, usable = self._tree(host), self._tree(host) | self._sharing(
             host)
         # In a tree first; placement leaves sharing providers out of
         # in_tree queries, so a host whose disk is shared needs the
         # unrestricted query, filtered to this host.
-        for query in (_candidate_query(groups, flavor.group_policy, root),
-                      _candidate_query(groups, flavor.group_policy)):
-            body = self.builder.get(query)
+        for url in (_candidate_query(query, root, traits),
+                    _candidate_query(query, image_traits=traits)):
+            body = self.builder.get(url)
             for areq in body['allocation_requests']:
                 allocs = areq['allocations']
                 if set(allocs) <= usable and set(allocs) & tree:
@@ -362,6 +362,12 @@ class Simulate(cli.CommandMixin, lister.Lister):
             '--host', metavar='HOST', action='append', default=[],
             help='Only the cases whose server is on HOST; may be '
                  'repeated. Handy with -f dot.')
+        parser.add_argument(
+            '--matrix', action='store_true',
+            help='One row per case and one column per strategy, each cell '
+                 'the outcome (and the fallback strategy that decided it, '
+                 'if one did). The strategy table of the documentation is '
+                 'this output for the bundled cloud, with -f csv.')
         cli.add_strategy_options(parser, 'all')
         cli.add_config_option(parser)
         return parser
@@ -403,6 +409,11 @@ class Simulate(cli.CommandMixin, lister.Lister):
                     panels.append(cloud.panel(case, decisions))
                     continue
                 where = cloud.where(case)
+                if parsed_args.matrix:
+                    rows.append((case.name, where) + tuple(
+                        '%s (%s)' % (d.outcome, d.fallback) if d.fallback
+                        else d.outcome for d in decisions))
+                    continue
                 for d in decisions:
                     rows.append((case.name, request.host, case.image, where,
                                  d.strategy, d.outcome, d.allowed,
@@ -410,4 +421,6 @@ class Simulate(cli.CommandMixin, lister.Lister):
                                  d.requests, cli.short_reason(d)))
         if drawing:
             return ('DOT',), [(dot.render(panels),)]
+        if parsed_args.matrix:
+            return ('Case', 'Traits At') + tuple(names), rows
         return self.COLUMNS, rows

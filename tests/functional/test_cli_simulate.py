@@ -29,31 +29,32 @@ from nova_image_traits.cli import simulate
 from nova_image_traits.cmd import cli
 
 A, R = 'accept', 'reject'
-STRATEGIES = ('reject', 'root_traits', 'tree_traits', 'in_tree_candidates',
-              'allocation_traits')
-#: The bundled sample cloud: each case's outcome per strategy, in the
-#: order of STRATEGIES. This is the table deployers choose from.
+STRATEGIES = ('held_providers', 'reject', 'root_traits', 'tree_traits',
+              'in_tree_candidates', 'allocation_traits')
 SAMPLE_MATRIX = {
-    'root-trait': (R, A, A, A, A),
-    'same-traits': (A, A, A, A, A),
-    'nowhere': (R, R, R, R, R),
-    'forbidden-by-flavor': (R, R, R, R, R),
-    'invalid-name': (R, R, R, R, R),
-    'allocated-vgpu': (R, R, A, R, A),
-    'unallocated-gpu': (R, R, A, R, R),
-    'allocated-nic': (A, R, A, R, A),
-    'allocated-numa': (R, R, A, A, A),
-    'other-numa': (R, R, A, A, R),
-    'sharing-provider': (R, R, R, R, A),
-    'shared-disk-root-trait': (R, A, A, A, A),
-    'full-host-root-trait': (R, A, A, A, A),
-    'full-host-nowhere': (R, R, R, R, R),
+    'root-trait': (A, R, A, A, A, A),
+    'same-traits': (A, A, A, A, A, A),
+    'nowhere': (R, R, R, R, R, R),
+    'forbidden-by-flavor': (R, R, R, R, R, R),
+    'invalid-name': (R, R, R, R, R, R),
+    'allocated-vgpu': (R, R, R, A, R, A),
+    'unallocated-gpu': (R, R, R, A, R, R),
+    'allocated-nic': (R, A, R, A, R, A),
+    'allocated-numa': (A, R, R, A, A, A),
+    'other-numa': (R, R, R, A, R, R),
+    'sharing-provider': (A, R, R, R, R, A),
+    'shared-disk-root-trait': (A, R, A, A, A, A),
+    'full-host-root-trait': (A, R, A, A, A, A),
+    'full-host-nowhere': (R, R, R, R, R, R),
+    'held-gpu-model': (A, R, R, A, A, A),
+    'other-gpu-model': (R, R, R, A, R, R),
+    'full-held-gpu': (A, R, R, A, R, A),
+    'forbidden-trait-appeared': (A, R, A, A, A, A),
 }
-#: Cases where in_tree_candidates cannot tell and root_traits decides:
-#: a full host, and a host whose disk comes from a sharing provider
-#: (placement leaves sharing providers out of in_tree queries).
+#: Cases where in_tree_candidates is inconclusive and root_traits decides.
 FALLBACK_CASES = {'sharing-provider', 'shared-disk-root-trait',
-                  'full-host-root-trait', 'full-host-nowhere'}
+                  'full-host-root-trait', 'full-host-nowhere',
+                  'full-held-gpu', 'forbidden-trait-appeared'}
 
 SMALL = """\
 hosts:
@@ -118,6 +119,8 @@ class SimulateTest(testtools.TestCase):
                               case in FALLBACK_CASES)
                 self.assertEqual('root_traits' if falls_back else '-',
                                  row['Fallback'], (case, name))
+                if name == 'held_providers':
+                    self.assertLessEqual(row['Requests'], 3, case)
 
         # The nova-facts disagreement: a trait on the child the server is
         # allocated on passes for tree and allocation, not for root or a
@@ -224,3 +227,39 @@ class SimulateTest(testtools.TestCase):
         rc, out, err = run('simulate', '--case', 'no-such-case')
         self.assertEqual(2, rc)
         self.assertIn('unknown case(s) no-such-case', err)
+
+
+DOC_MATRIX = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))), 'doc', 'source', 'user',
+    'strategy-matrix.csv')
+
+
+class DocMatrixTest(testtools.TestCase):
+    """The strategies page shows what the code decides."""
+
+    def test_doc_table_is_the_simulator_output(self):
+        rc, out, err = run('simulate', '--matrix', '-f', 'csv')
+        self.assertEqual(0, rc, err)
+        if os.environ.get('NIT_REGENERATE_DOCS'):
+            with open(DOC_MATRIX, 'w') as f:
+                f.write(out)
+        with open(DOC_MATRIX) as f:
+            committed = f.read()
+        self.assertEqual(
+            committed, out,
+            '%s is not what the simulator decides; regenerate it with '
+            'NIT_REGENERATE_DOCS=1 tox -e functional -- DocMatrixTest'
+            % DOC_MATRIX)
+
+    def test_matrix_agrees_with_the_long_table(self):
+        rc, out, err = run('simulate', '--matrix', '-f', 'json')
+        self.assertEqual(0, rc, err)
+        rows = json.loads(out)
+        self.assertEqual(list(SAMPLE_MATRIX), [r['Case'] for r in rows])
+        for row in rows:
+            self.assertEqual(
+                SAMPLE_MATRIX[row['Case']],
+                tuple(row[s].split(' ')[0] for s in STRATEGIES))
+            self.assertEqual(
+                row['Case'] in FALLBACK_CASES,
+                row['in_tree_candidates'].endswith('(root_traits)'))
