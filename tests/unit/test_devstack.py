@@ -180,7 +180,7 @@ class TestSettings(DevstackPluginTestCase):
         self.assertEqual({
             'NOVA_IMAGE_TRAITS_DIR': os.path.join(self.dest,
                                                   'nova-image-traits'),
-            'NOVA_IMAGE_TRAITS_STRATEGY': 'in_tree_candidates',
+            'NOVA_IMAGE_TRAITS_STRATEGY': 'held_providers',
             'NOVA_IMAGE_TRAITS_FALLBACK': 'root_traits',
             'NOVA_IMAGE_TRAITS_ON_ERROR': 'reject',
             'NOVA_IMAGE_TRAITS_ENABLE_FILTER': 'True',
@@ -246,7 +246,7 @@ class TestPostConfig(DevstackPluginTestCase):
             # devstack's iniset adds a new option right after the section
             # header, so the order is reversed; it does not matter.
             self.assertEqual(
-                {'strategy': 'in_tree_candidates',
+                {'strategy': 'held_providers',
                  'fallback_strategy': 'root_traits',
                  'on_placement_error': 'reject'},
                 dict(ini['image_traits']), path)
@@ -341,7 +341,7 @@ enabled_filters = ComputeFilter,ImageTraitsFilter,ImagePropertiesFilter
         self.assertEqual(DEVSTACK_FILTERS,
                          value(ini, 'filter_scheduler', 'enabled_filters'))
         # The conductors still get their options.
-        self.assertEqual('in_tree_candidates',
+        self.assertEqual('held_providers',
                          value(ini, 'image_traits', 'strategy'))
 
     def test_compute_only_node_untouched(self):
@@ -357,7 +357,7 @@ enabled_filters = ComputeFilter,ImageTraitsFilter,ImagePropertiesFilter
                        CELLSV2_SETUP='singleconductor',
                        ENABLED_SERVICES='n-api,n-sch,n-cond,n-cpu')
         self.assertEqual(cell_before, self.read(self.cell_conf))
-        self.assertEqual('in_tree_candidates', value(
+        self.assertEqual('held_providers', value(
             read_ini(self.nova_conf), 'image_traits', 'strategy'))
 
 

@@ -221,7 +221,7 @@ class StrategyOutcomeTest(EngineTestCase):
         self.assertEqual(decision.REJECT, result.outcome)
         self.assertFalse(result.allowed)
         self.assertEqual('query-too-long', result.cause)
-        self.assertEqual(['/', ALLOCATIONS], self.adapter.paths)
+        self.assertEqual(['/'], self.adapter.paths)
         self.assertIn('too many or too long', result.user_reason())
 
 
