@@ -23,6 +23,7 @@ import dataclasses
 import time
 
 from oslo_config import cfg
+import requests
 
 from nova_image_traits import conf as nit_conf
 from nova_image_traits import engine
@@ -31,8 +32,8 @@ from nova_image_traits import placement
 from benchmarks import scenario
 
 #: Every strategy, in report order; ``reject`` never calls placement.
-STRATEGIES = ('reject', 'root_traits', 'tree_traits', 'in_tree_candidates',
-              'allocation_traits')
+STRATEGIES = ('held_providers', 'reject', 'root_traits', 'tree_traits',
+              'in_tree_candidates', 'allocation_traits')
 #: The microversion discovery request.
 VERSION_REQUEST = ('GET', '/')
 
@@ -47,6 +48,9 @@ class Sample:
     :ivar recorded: requests the placement server saw
     :ivar outcome: the decision's outcome, with the fallback if one decided
     :ivar discovery: whether a ``GET /`` was among the requests
+    :ivar bare: seconds the same requests take alone, sent one after the
+        other over a plain keep-alive ``requests`` session: the placement
+        floor of the decision (None when not measured)
     """
     seconds: float
     cpu: float
@@ -54,6 +58,7 @@ class Sample:
     recorded: int
     outcome: str
     discovery: bool
+    bare: float = None
 
 
 class Engine(object):
@@ -70,28 +75,84 @@ class Engine(object):
         self.conf(['--config-file', path], project='nova-image-traits',
                   default_config_files=[], default_config_dirs=[])
         placement.reset_clients()
+        self._sent = []
+        self._calls = 0
+        # (strategy, root, case) -> the requests its last decision sent
+        self._plans = {}
+        self._bare = requests.Session()
+        self._bare.headers.update({'X-Auth-Token': cloud.server.token,
+                                   'Accept': 'application/json'})
+        # NOTE: record what the engine sends (URL and microversion), to
+        # replay it bare.
+        original = placement.PlacementClient.request
+        sent = self._sent
 
-    def decide(self, strategy, host, case):
+        def request(client, url, version, remaining):
+            sent.append((url, version))
+            return original(client, url, version, remaining)
+        self._restore = (placement.PlacementClient, 'request', original)
+        placement.PlacementClient.request = request
+
+    def close(self):
+        """Restore the client and close the bare session."""
+        setattr(*self._restore)
+        self._bare.close()
+
+    def replay(self, sent):
+        """Send ``sent`` again, bare; return the seconds it took.
+
+        :returns: None when there is nothing to send
+        """
+        if not sent:
+            # NOTE: no placement floor to compare with (reject).
+            return None
+        endpoint = self.cloud.server.endpoint
+        start = time.perf_counter()
+        for url, version in sent:
+            headers = {}
+            if version is not None:
+                headers['OpenStack-API-Version'] = 'placement %s' % version
+            self._bare.get(endpoint + url, headers=headers).content
+        return time.perf_counter() - start
+
+    def decide(self, strategy, host, case, bare=False):
         """Run one decision and return its :class:`Sample`.
 
         :param strategy: the strategy name
         :param host: a :class:`~benchmarks.scenario.Host`
         :param case: a :class:`~benchmarks.scenario.Case`
+        :param bare: also time the decision's own requests sent bare,
+            before the decision on one call and after it on the next, so
+            that neither order is favoured
         """
         self.conf.set_override('strategy', strategy, 'image_traits')
         request = scenario.rebuild_request(host, case)
+        self._calls += 1
+        replay_first = bare and self._calls % 2
+        before = self._replay_plan(strategy, host, case) if replay_first \
+            else None
+        bare_seconds = self.replay(before) if before else None
         self.cloud.recorded()
+        del self._sent[:]
         cpu = time.process_time()
         start = time.perf_counter()
         result = engine.decide(request, conf=self.conf)
         seconds = time.perf_counter() - start
         cpu = time.process_time() - cpu
         records = self.cloud.recorded()
+        sent = list(self._sent)
+        self._plans[(strategy, host.root, case.name)] = sent
+        if bare and not replay_first:
+            bare_seconds = self.replay(sent)
+            self.cloud.recorded()
         outcome = result.outcome
         if result.fallback:
             outcome = '%s (%s)' % (outcome, result.fallback)
         return Sample(seconds, cpu, result.requests, len(records), outcome,
-                      VERSION_REQUEST in records)
+                      VERSION_REQUEST in records, bare_seconds)
+
+    def _replay_plan(self, strategy, host, case):
+        return self._plans.get((strategy, host.root, case.name))
 
     def negotiate(self, host, case):
         """Measure the first decision of the process, then a warm one.

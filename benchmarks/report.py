@@ -20,15 +20,23 @@ import argparse
 import json
 import sys
 
-#: At most this many placement requests per decision.
+from nova_image_traits.conf import image_traits as image_traits_conf
+
+#: The strategy the targets are about: [image_traits] strategy's default.
+DEFAULT_STRATEGY = [o.default for o in image_traits_conf.ALL_OPTS
+                    if o.name == 'strategy'][0]
+#: At most this many placement requests per decision of the default.
 MAX_REQUESTS = 3
-#: At N = RATIO_N, placement-using strategies at least this much faster.
-MIN_NOVA_RATIO = 20.0
+#: At N = RATIO_N, the default at least this much faster than nova.
+MIN_NOVA_RATIO = 50.0
 RATIO_N = 64
 #: Create path: at most this times AllHostsFilter's cost per host.
 MAX_CREATE_RATIO = 1.5
-#: At most this latency growth from the small to the large cloud.
-MAX_GROWTH = 1.5
+#: At most this latency growth of the default from the small to the large
+#: cloud.
+MAX_GROWTH = 1.2
+#: Every strategy at most this times the time its own requests take bare.
+MAX_OVERHEAD = 1.2
 #: Audit requests may grow at most this much faster than hosts.
 MAX_AUDIT_SLOPE = 1.5
 
@@ -52,11 +60,12 @@ def _target(name, cells, failures, detail):
 
 
 def target_requests(results):
-    """At most 3 requests per decision, engine and recorder agreeing."""
+    """The default: at most 3 requests; every cell: counts agree."""
     failures = []
     for cell in results['rebuild']:
         where = '%(phase)s N=%(n)s %(case)s %(strategy)s' % cell
-        if cell['requests_max'] > MAX_REQUESTS:
+        if (cell['strategy'] == DEFAULT_STRATEGY and
+                cell['requests_max'] > MAX_REQUESTS):
             failures.append('%s: %d requests' % (where,
                                                  cell['requests_max']))
         if cell['mismatch']:
@@ -64,24 +73,25 @@ def target_requests(results):
         if cell['version_requests']:
             failures.append('%s: microversion discovery in steady state'
                             % where)
-    return _target('<= %d placement requests per decision' % MAX_REQUESTS,
-                   len(results['rebuild']), failures,
-                   'every strategy, N, case and cloud size')
+    return _target('%s: <= %d placement requests per decision' % (
+        DEFAULT_STRATEGY, MAX_REQUESTS), len(results['rebuild']), failures,
+        'every N, case and cloud size; engine and server counts agree for '
+        'every strategy')
 
 
 def target_nova_ratio(results):
-    """At N=64, placement-using strategies >= 20x faster than nova."""
+    """At N=64, the default >= 50x faster than nova's cold check."""
     failures, checked = [], 0
     for cell in results['rebuild']:
         if (cell['phase'] != 'main' or cell['n'] != RATIO_N or
-                cell['strategy'] == 'reject'):
+                cell['strategy'] != DEFAULT_STRATEGY):
             continue
         checked += 1
         if cell['nova_ratio'] is None or cell['nova_ratio'] < MIN_NOVA_RATIO:
             failures.append('N=%(n)s %(case)s %(strategy)s: '
                             '%(nova_ratio).1fx' % cell)
-    return _target('N=%d: >= %gx faster than nova cold' % (
-        RATIO_N, MIN_NOVA_RATIO), checked, failures,
+    return _target('%s, N=%d: >= %gx faster than nova cold' % (
+        DEFAULT_STRATEGY, RATIO_N, MIN_NOVA_RATIO), checked, failures,
         'median ratio, same run, every case')
 
 
@@ -105,14 +115,46 @@ def target_create_path(results):
 
 
 def target_growth(results):
-    """At most 1.5x latency growth from the small to the large cloud."""
-    growth = results.get('growth') or []
+    """The default: at most 1.2x latency growth with the cloud's size."""
+    growth = [g for g in results.get('growth') or []
+              if g['strategy'] == DEFAULT_STRATEGY]
     failures = ['N=%(n)s %(case)s %(strategy)s: %(ratio).2fx' % g
                 for g in growth if g['ratio'] > MAX_GROWTH]
     detail = '%s -> %s background hosts' % (
         results['config']['background'], results['config']['grow_to'])
-    return _target('<= %gx latency growth with cloud size' % MAX_GROWTH,
-                   len(growth) or None, failures, detail)
+    return _target('%s: <= %gx latency growth with cloud size' % (
+        DEFAULT_STRATEGY, MAX_GROWTH), len(growth) or None, failures,
+        detail)
+
+
+def target_overhead(results):
+    """Every strategy within 1.2x of its own requests sent bare."""
+    failures, checked = [], 0
+    for cell in results['rebuild']:
+        if cell['phase'] != 'main' or cell.get('overhead') is None:
+            continue
+        checked += 1
+        if cell['overhead'] > MAX_OVERHEAD:
+            failures.append('N=%(n)s %(case)s %(strategy)s: %(overhead).2fx'
+                            % cell)
+    return _target('every strategy <= %gx its bare placement requests'
+                   % MAX_OVERHEAD, checked or None, failures,
+                   'median decision / median of the same requests over a '
+                   'plain keep-alive session, alternating which goes first')
+
+
+def growth_property(results, strategy='in_tree_candidates'):
+    """Return how much a strategy's latency grows with the cloud.
+
+    It is stated as a measured property, not judged as a target.
+    """
+    ratios = [g['ratio'] for g in results.get('growth') or []
+              if g['strategy'] == strategy and g['ratio'] is not None]
+    if not ratios:
+        return None
+    return {'strategy': strategy, 'min': min(ratios), 'max': max(ratios),
+            'background': results['config']['background'],
+            'grow_to': results['config']['grow_to']}
 
 
 def target_audit(results):
@@ -144,7 +186,7 @@ def evaluate(results):
     """Return every target's verdict."""
     return [check(results) for check in (
         target_requests, target_nova_ratio, target_create_path,
-        target_growth, target_audit)]
+        target_growth, target_overhead, target_audit)]
 
 
 def missed(targets):
@@ -199,10 +241,14 @@ def rebuild_rows(results):
         rows.append([cell['n'], cell['case'], cell['strategy'],
                      cell['outcome'], requests, cell['recorded_max'],
                      _fmt(cell['median_ms']), _fmt(cell['p95_ms']),
+                     _fmt(cell.get('bare_median_ms')),
+                     _fmt(cell.get('overhead'), 2) + 'x'
+                     if cell.get('overhead') else '-',
                      _fmt(cell['nova_ratio'], 0) + 'x'
                      if cell['strategy'] != 'reject' else '-'])
     return (['N', 'case', 'strategy', 'outcome', 'requests', 'recorded',
-             'median ms', 'p95 ms', 'nova / this'], rows)
+             'median ms', 'p95 ms', 'bare ms', 'this / bare',
+             'nova / this'], rows)
 
 
 def nova_rows(results):
@@ -312,8 +358,22 @@ def sections(results, targets):
         ('Create path through nova\'s filter handler',
          create_rows(results)),
         ('Audit', audit_rows(results)),
+        ('Measured properties, not targets', property_rows(results)),
         ('Targets', target_rows(targets)),
     ]
+
+
+def property_rows(results):
+    """Rows of what is measured and stated rather than targeted."""
+    rows = []
+    prop = growth_property(results)
+    if prop:
+        rows.append(['%(strategy)s latency growth, %(background)d -> '
+                     '%(grow_to)d background hosts' % prop,
+                     '%.2fx to %.2fx' % (prop['min'], prop['max']),
+                     "placement sums the usage of every provider with the "
+                     "requested classes before it applies in_tree"])
+    return (['property', 'measured', 'why'], rows)
 
 
 def render_markdown(results, targets):

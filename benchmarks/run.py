@@ -53,15 +53,16 @@ PROFILES = {
              'runs': 15, 'per_round': 2, 'growth_cycles': 2,
              'create_hosts': 10000, 'create_runs': 21, 'audit': [
                  (strategy, servers, hosts)
-                 for strategy in ('reject', 'root_traits', 'tree_traits',
-                                  'in_tree_candidates', 'allocation_traits')
+                 for strategy in ('held_providers', 'reject', 'root_traits',
+                                  'tree_traits', 'in_tree_candidates',
+                                  'allocation_traits')
                  for servers, hosts in ((1000, 100), (2000, 100))] + [
                  ('in_tree_candidates', 10000, 1000)]},
     'quick': {'ns': [0, 64], 'background': 100, 'grow_to': 1000,
               'runs': 5, 'per_round': 1, 'growth_cycles': 1,
               'create_hosts': 10000, 'create_runs': 7, 'audit': [
                   (strategy, servers, hosts)
-                  for strategy in ('in_tree_candidates', 'allocation_traits')
+                  for strategy in ('held_providers', 'in_tree_candidates')
                   for servers, hosts in ((100, 10), (300, 10))]},
 }
 
@@ -121,11 +122,13 @@ def _warm_up(engine, cloud, n, cases, strategies):
                 engine.decide(strategy, cloud.host(n, case), case)
 
 
-def measure_n(cloud, engine, nova, n, rounds, per_round, strategies):
+def measure_n(cloud, engine, nova, n, rounds, per_round, strategies,
+              bare=False):
     """Measure every strategy and case (and nova) at one N.
 
     :param nova: a :class:`~benchmarks.novacheck.NovaCheck`, run once per
         round, or None
+    :param bare: also time each decision's requests sent bare
     :returns: ``(samples, nova_runs)``; samples maps ``(n, case name,
         strategy)`` to a list of :class:`~benchmarks.rebuild.Sample`,
         nova_runs is a list of ``(case name, seconds, requests, outcome)``
@@ -144,7 +147,8 @@ def measure_n(cloud, engine, nova, n, rounds, per_round, strategies):
             for case in cases:
                 for strategy in _rotated(strategies, rnd):
                     samples.setdefault((n, case.name, strategy), []).append(
-                        engine.decide(strategy, cloud.host(n, case), case))
+                        engine.decide(strategy, cloud.host(n, case), case,
+                                      bare=bare))
     return samples, nova_runs
 
 
@@ -167,7 +171,14 @@ def summarize_cell(phase, background, key, samples):
         'version_requests': sum(1 for s in samples if s.discovery),
         'cpu_median_ms': stats.median([s.cpu for s in samples]) * 1000.0,
         'nova_ratio': None,
+        'bare_median_ms': None,
+        'overhead': None,
     })
+    bare = [s.bare for s in samples if s.bare is not None]
+    if bare:
+        cell['bare_median_ms'] = stats.median(bare) * 1000.0
+        cell['overhead'] = stats.ratio(cell['median_ms'],
+                                       cell['bare_median_ms'])
     return cell
 
 
@@ -194,7 +205,7 @@ def measure_main(cloud, engine, nova, config, strategies):
         started = time.monotonic()
         samples, nova_runs = measure_n(cloud, engine, nova, n,
                                        config['runs'], config['per_round'],
-                                       strategies)
+                                       strategies, bare=True)
         nova_cell = summarize_nova(cloud.background, n, nova_runs)
         nova_cells.append(nova_cell)
         for key, values in samples.items():
@@ -320,6 +331,7 @@ def run_all(config):
         grown, cycles = measure_growth(cloud, engine, config, strategies)
         results['rebuild'] = cells + grown
         results['growth'] = growth(grown, cycles)
+        engine.close()
         started = time.monotonic()
         results['audit'] = audit.measure(cloud, config['audit'])
         _progress('audit %s in %.0f s' % (results['audit']['status'],
