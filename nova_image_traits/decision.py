@@ -16,6 +16,8 @@ import typing as ty
 
 from oslo_log import log as logging
 
+from nova_image_traits.i18n import _
+
 LOG = logging.getLogger(__name__)
 
 ACCEPT = 'accept'
@@ -24,10 +26,9 @@ INCONCLUSIVE = 'inconclusive'
 ERROR = 'error'
 OUTCOMES = (ACCEPT, REJECT, INCONCLUSIVE, ERROR)
 
-#: What the user can do when traits are missing on the current host.
-_ADVICE = ('Rebuild with an image that does not require them, or create a '
-           'new server with this image so that the scheduler can choose a '
-           'host that provides them.')
+#: Nova stores a refusal in a 255-character column (instance faults, action
+#: event details) after ``NoValidHost``'s own "No valid host was found. ".
+MAX_REASON = 230
 
 
 @dataclasses.dataclass(frozen=True)
@@ -124,10 +125,47 @@ class Decision:
             self.log_fields())
 
 
-def missing_message(missing, strategy, rule):
-    """User-facing text for traits the host lacks."""
-    return ('The new image requires traits that this server\'s host does '
-            'not provide: %(missing)s (image traits strategy %(strategy)s: '
-            '%(rule)s). %(advice)s' % {
-                'missing': ', '.join(sorted(missing)),
-                'strategy': strategy, 'rule': rule, 'advice': _ADVICE})
+def trait_reason(traits, what, advice=None):
+    """Return a user reason naming ``traits`` first, within MAX_REASON.
+
+    Nova keeps only 255 characters of a refusal, so the traits come first,
+    then ``what`` is wrong with them, then the advice. When everything does
+    not fit, the advice goes first, then the traits that do not fit are
+    counted ("and 3 more"); the decision's log line names them all.
+
+    :param traits: the trait names
+    :param what: what is wrong with them, e.g. "missing on this server's
+        compute node"
+    :param advice: what the user can do; the default says to use another
+        image or create a new server
+    """
+    if advice is None:
+        advice = _('Rebuild with another image, or create a new server with '
+                   'this one.')
+    names = sorted(traits)
+    for with_advice in (True, False):
+        for shown in range(len(names), 0, -1):
+            listed = ', '.join(names[:shown])
+            if shown < len(names):
+                listed = _('%(listed)s and %(count)d more') % {
+                    'listed': listed, 'count': len(names) - shown}
+            text = _('%(traits)s: %(what)s.') % {
+                'traits': listed, 'what': what}
+            if with_advice:
+                text = '%s %s' % (text, advice)
+            if len(text) <= MAX_REASON:
+                return text
+    # NOTE: one name longer than the whole column.
+    text = _('%(count)d traits: %(what)s.') % {'count': len(names),
+                                               'what': what}
+    return text[:MAX_REASON]
+
+
+def missing_message(missing, lacks):
+    """User-facing text for traits the strategy found missing.
+
+    :param missing: the trait names
+    :param lacks: what the strategy judged, as the strategy's ``lacks``
+        phrase ("missing on the resources this server uses")
+    """
+    return trait_reason(missing, _('required by the new image, %s') % lacks)

@@ -24,6 +24,7 @@ from oslo_log import log as logging
 from nova_image_traits import conf as nit_conf
 from nova_image_traits import decision as nit_decision
 from nova_image_traits import exception
+from nova_image_traits.i18n import _
 from nova_image_traits import placement
 from nova_image_traits import strategies
 from nova_image_traits.strategies import base
@@ -66,8 +67,9 @@ def decide(request, conf=None, client=None):
         LOG.exception('Unexpected failure deciding the rebuild of %s',
                       request.instance_uuid)
         _refuse(result, nit_decision.ERROR, 'internal-error',
-                'The rebuild was refused because the image traits check '
-                'failed unexpectedly; please contact your cloud operator.',
+                _('The image traits of the new image could not be checked '
+                  'because of an internal error; please contact your cloud '
+                  'operator.'),
                 detail='%s: %s' % (type(e).__name__, e))
         result.allowed = fails_open(conf)
     finally:
@@ -78,8 +80,9 @@ def decide(request, conf=None, client=None):
     return result
 
 
-_MISCONFIGURED = ('The rebuild was refused because the image traits strategy '
-                  'is misconfigured; please contact your cloud operator.')
+_MISCONFIGURED = _('The image traits of the new image could not be checked '
+                   'because the check is misconfigured; please contact your '
+                   'cloud operator.')
 
 
 def _register(conf):
@@ -144,10 +147,12 @@ def _decide(request, conf, opts, client, result, state):
     if forbidden:
         result.missing = frozenset(forbidden)
         _refuse(result, nit_decision.REJECT, 'forbidden-by-flavor',
-                "The new image requires traits that the server's flavor "
-                "forbids: %s. Either specify a different image during "
-                "rebuild or create a new server with the specified image "
-                "and a compatible flavor." % ', '.join(sorted(forbidden)))
+                nit_decision.trait_reason(
+                    forbidden,
+                    _("required by the new image, forbidden by the "
+                      "server's flavor"),
+                    _('Rebuild with another image, or create a new server '
+                      'with this image and another flavor.')))
         return
 
     try:
@@ -172,8 +177,9 @@ def _decide(request, conf, opts, client, result, state):
                                 verdict.outcome))
     except exception.RequestTooLarge as e:
         _refuse(result, nit_decision.REJECT, 'query-too-long',
-                '%s The new image requires too many or too long traits to '
-                'ask placement about.' % e.message)
+                _('The new image requires too many or too long traits to '
+                  'check (a placement query of %(length)d bytes, over the '
+                  'limit of %(limit)d).') % e.kwargs)
         return
     except exception.StrategyNotFound as e:
         _refuse(result, nit_decision.ERROR, 'misconfigured',
@@ -184,11 +190,10 @@ def _decide(request, conf, opts, client, result, state):
         result.allowed = opts.on_placement_error == 'accept'
         result.cause = e.cause
         result.detail = e.message
-        result.message = (
-            'The rebuild was refused because placement could not be asked '
-            'whether this server\'s host provides the traits the new image '
-            'requires (%s). The server keeps its current image; try again '
-            'later.' % e.cause)
+        result.message = _(
+            'The image traits of the new image could not be checked: '
+            'placement failed (%s). The server keeps its current image; '
+            'try again later.') % e.cause
         return
 
     result.fallback = name
@@ -202,16 +207,15 @@ def _decide(request, conf, opts, client, result, state):
     elif verdict.outcome == nit_decision.REJECT:
         _refuse(result, verdict.outcome, 'traits-missing',
                 nit_decision.missing_message(
-                    verdict.missing, result.decided_by, strategy.rule),
+                    verdict.missing,
+                    strategy.lacks or _("missing on this server's host")),
                 detail=verdict.detail)
     else:
         _refuse(result, verdict.outcome, 'inconclusive',
-                'The rebuild was refused because it could not be decided '
-                'whether this server\'s host provides the traits the new '
-                'image requires (%s) (image traits strategy %s). Rebuild '
-                'with an image that does not require them, or create a new '
-                'server with this image.' % (
-                    ', '.join(sorted(wanted.required)), result.decided_by),
+                nit_decision.trait_reason(
+                    wanted.required,
+                    _('required by the new image; whether this server '
+                      'has them could not be decided')),
                 detail=verdict.detail)
 
 

@@ -11,6 +11,7 @@
 # under the License.
 
 from nova_image_traits import decision
+from nova_image_traits.i18n import _
 from nova_image_traits.strategies import base
 
 
@@ -33,6 +34,7 @@ class AllocationTraitsStrategy(base.Strategy):
 
     name = 'allocation_traits'
     rule = 'the providers holding the server\'s resources must have them'
+    lacks = _('missing on the resources allocated to this server')
 
     def evaluate(self, ctx):
         allocations = self.held_allocations(ctx)

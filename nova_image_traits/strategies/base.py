@@ -35,8 +35,10 @@ class Context:
 class Strategy(metaclass=abc.ABCMeta):
     """A rule deciding whether the current host satisfies image traits.
 
-    Subclasses set :attr:`name` and :attr:`rule` (a few words for users)
-    and implement :meth:`evaluate`. They raise
+    Subclasses set :attr:`name`, :attr:`rule` (the rule, in a few words,
+    for operators) and :attr:`lacks` (what a refusal says of the missing
+    traits, for users: "missing on this server's compute node") and
+    implement :meth:`evaluate`. They raise
     :class:`~nova_image_traits.exception.PlacementError` when placement
     cannot answer; they never write to placement. Forbidden flavor traits
     are checked by the engine before any strategy runs.
@@ -44,6 +46,7 @@ class Strategy(metaclass=abc.ABCMeta):
 
     name = None
     rule = None
+    lacks = None
 
     @abc.abstractmethod
     def evaluate(self, ctx):
@@ -81,6 +84,19 @@ class Strategy(metaclass=abc.ABCMeta):
                 str(rc): placement.require(n, int, url, 'an amount')
                 for rc, n in resources.items()}
         return held
+
+    @staticmethod
+    def unknown_traits(ctx, names):
+        """Return which of ``names`` placement does not know (one request).
+
+        Placement's 400 "No such trait(s)" names only the first unknown
+        trait; ``GET /traits?name=in:...`` lists the known ones.
+        """
+        url = '/traits'
+        body = ctx.placement.get(
+            url, [('name', 'in:' + ','.join(sorted(names)))], version='1.6')
+        known = placement.require(body.get('traits'), list, url, 'traits')
+        return frozenset(names) - frozenset(str(t) for t in known)
 
     @staticmethod
     def provider_traits(ctx, rp_uuid):

@@ -13,6 +13,7 @@
 import itertools
 
 from nova_image_traits import decision
+from nova_image_traits.i18n import _
 from nova_image_traits.strategies import base
 
 #: Above this many numbered groups sharing resource classes with the
@@ -94,6 +95,7 @@ class HeldProvidersStrategy(base.Strategy):
     name = 'held_providers'
     rule = ("the providers holding the server's unsuffixed resources must "
             "have them")
+    lacks = _('missing on the resources this server uses')
 
     def evaluate(self, ctx):
         held = self.held_allocations(ctx)

@@ -16,6 +16,7 @@ from oslo_log import log as logging
 
 from nova_image_traits import decision
 from nova_image_traits import exception
+from nova_image_traits.i18n import _
 from nova_image_traits import placement
 from nova_image_traits.strategies import base
 
@@ -65,6 +66,7 @@ class InTreeCandidatesStrategy(base.Strategy):
     name = 'in_tree_candidates'
     rule = ('a new boot of this flavor and image on the providers the '
             'server holds must be possible')
+    lacks = _('missing on the resources this server uses')
 
     def evaluate(self, ctx):
         session = ctx.placement
@@ -109,9 +111,10 @@ class InTreeCandidatesStrategy(base.Strategy):
             body, match = self._held_candidate(session, query, root, held,
                                                ctx.required, version)
         except exception.PlacementUnknownTraits as e:
-            unknown = e.traits & ctx.required
-            if not unknown:
+            if not e.traits & ctx.required:
                 raise
+            unknown = self.unknown_traits(ctx, ctx.required) or (
+                e.traits & ctx.required)
             return decision.Verdict(
                 decision.REJECT, missing=unknown, providers=(root,),
                 detail='placement does not know %s' % ', '.join(

@@ -11,6 +11,7 @@
 # under the License.
 
 from nova_image_traits import decision
+from nova_image_traits.i18n import _
 from nova_image_traits.strategies import base
 from nova_image_traits import traits as nit_traits
 
@@ -31,6 +32,7 @@ class RejectStrategy(base.Strategy):
     name = 'reject'
     rule = ('only traits already required by the current image or the '
             'flavor are accepted')
+    lacks = _('not required when this server was created')
 
     def evaluate(self, ctx):
         request = ctx.request

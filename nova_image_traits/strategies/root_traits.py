@@ -11,6 +11,7 @@
 # under the License.
 
 from nova_image_traits import decision
+from nova_image_traits.i18n import _
 from nova_image_traits.strategies import base
 
 
@@ -25,6 +26,7 @@ class RootTraitsStrategy(base.Strategy):
 
     name = 'root_traits'
     rule = 'the compute node itself must have them'
+    lacks = _("missing on this server's compute node")
 
     def evaluate(self, ctx):
         root = ctx.request.compute_node_uuid

@@ -13,6 +13,7 @@
 from nova_image_traits import decision
 from nova_image_traits import exception
 from nova_image_traits import flavor
+from nova_image_traits.i18n import _
 from nova_image_traits import placement
 from nova_image_traits.strategies import base
 
@@ -42,6 +43,7 @@ class TreeTraitsStrategy(base.Strategy):
 
     name = 'tree_traits'
     rule = 'some provider in the compute node tree must have each of them'
+    lacks = _("missing on every resource provider of this server's host")
 
     def evaluate(self, ctx):
         root = ctx.request.compute_node_uuid

@@ -140,7 +140,7 @@ class SimulateTest(testtools.TestCase):
                          seen['invalid-name']['reject']['Traits At'])
         self.assertIn('upper case',
                       seen['invalid-name']['tree_traits']['Reason'])
-        self.assertIn('forbids',
+        self.assertIn("forbidden by the server's flavor",
                       seen['forbidden-by-flavor']['root_traits']['Reason'])
 
     def test_dot_marks_satisfying_and_missing_traits(self):

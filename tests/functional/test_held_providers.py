@@ -187,3 +187,29 @@ class TestFlavorForbiddenTraitAppears(HeldProvidersTestBase):
         # A boot would be refused here, so no candidate exists even
         # without the image's traits: inconclusive, root_traits decides.
         self.assertEqual((A, 'root_traits'), got['in_tree_candidates'])
+
+
+class TestEveryUnknownTraitNamed(HeldProvidersTestBase):
+    """Placement 16 names only the first unknown trait of a query."""
+
+    def test_every_strategy_names_all_unknown_traits(self):
+        node = self.host([])
+        self.allocate({node.uuid: {'VCPU': 1, 'MEMORY_MB': 512,
+                                   'DISK_GB': 1}})
+        unknown = {'CUSTOM_NEVER_%d_%s' % (i, uuid.uuid4().hex.upper())
+                   for i in range(3)}
+        for strategy in test_strategies.STRATEGIES:
+            self.conf.set_override('strategy', strategy, 'image_traits')
+            req = test_strategies.nit_request.RebuildRequest(
+                instance_uuid=self.instance, compute_node_uuid=node.uuid,
+                image_properties={'trait:%s' % t: 'required'
+                                  for t in unknown},
+                flavor=PLAIN_FLAVOR, original_image_properties={},
+                host='test-host')
+            result = test_strategies.engine.decide(req, conf=self.conf,
+                                                   client=self.client)
+            self.assertEqual(R, result.outcome, strategy)
+            self.assertEqual(unknown, set(result.missing), strategy)
+            for name in unknown:
+                self.assertIn(name, result.user_reason(), strategy)
+            self.assertLessEqual(result.requests, 4, strategy)

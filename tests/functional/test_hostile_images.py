@@ -49,6 +49,7 @@ ENDPOINTS = (
     (re.compile(r'/resource_providers/%s/traits' % UUID), None),
     (re.compile(r'/allocations/%s' % UUID), None),
     (re.compile(r'/resource_providers'), re.compile(r'in_tree|required')),
+    (re.compile(r'/traits'), re.compile(r'name')),
     (re.compile(r'/allocation_candidates'),
      re.compile(r'(?:resources|required|in_tree|member_of)%s|limit|'
                 r'group_policy' % SUFFIX)),
@@ -221,6 +222,11 @@ class HostileTestBase(test_strategies.StrategyTestBase):
                 if key.startswith('required'):
                     for name in value.split(','):
                         name = name[1:] if name.startswith('!') else name
+                        self.assertIsNone(nit_traits.check_trait_name(name),
+                                          (name, target))
+                elif key == 'name':
+                    self.assertTrue(value.startswith('in:'), value)
+                    for name in value[3:].split(','):
                         self.assertIsNone(nit_traits.check_trait_name(name),
                                           (name, target))
                 elif key.startswith('in_tree'):

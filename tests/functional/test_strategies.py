@@ -29,6 +29,7 @@ from nova_image_traits import engine
 from nova_image_traits import flavor as nit_flavor
 from nova_image_traits import placement
 from nova_image_traits import request as nit_request
+from nova_image_traits import strategies
 from nova_image_traits.strategies import in_tree_candidates
 from tests.functional import base
 
@@ -162,7 +163,10 @@ def _make_cell(where, strategy, expected):
         if expected == R:
             self.assertEqual({trait}, set(result.missing))
             self.assertIn(trait, result.user_reason())
-            self.assertIn(result.decided_by, result.user_reason())
+            # What was judged, for users; the strategy, for the log.
+            self.assertIn(strategies.load(result.decided_by).lacks,
+                          result.user_reason())
+            self.assertNotIn(result.decided_by, result.user_reason())
         expected_fallback = ('root_traits'
                              if (where, strategy) in FALLBACK_CELLS
                              else None)
@@ -208,7 +212,8 @@ class TestStrategyEdges(StrategyTestBase):
             result = self.decide(node, strategy, flavor=fl)
             self.assertEqual(R, result.outcome, strategy)
             self.assertEqual('forbidden-by-flavor', result.cause)
-            self.assertIn('forbids', result.user_reason())
+            self.assertIn("forbidden by the server's flavor",
+                          result.user_reason())
             self.assertEqual(0, result.requests)
         self.assertEqual([], self.placement_gets())
 

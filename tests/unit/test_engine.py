@@ -136,7 +136,9 @@ class WithoutPlacementTest(EngineTestCase):
         self.assertEqual(decision.REJECT, result.outcome)
         self.assertEqual('forbidden-by-flavor', result.cause)
         self.assertEqual(frozenset([GOLD]), result.missing)
-        self.assertIn('forbids: ' + GOLD + '.', result.user_reason())
+        self.assertTrue(result.user_reason().startswith(
+            GOLD + ": required by the new image, forbidden by the server's "
+            "flavor."), result.user_reason())
 
 
 class StrategyOutcomeTest(EngineTestCase):
@@ -188,9 +190,12 @@ class StrategyOutcomeTest(EngineTestCase):
         self.assertEqual('root_traits', result.fallback)
         self.assertEqual(2, result.requests)
         reason = result.user_reason()
-        self.assertIn(GOLD, reason)
-        self.assertIn('root_traits', reason)
-        self.assertIn('the compute node itself must have them', reason)
+        # The traits first, then what the deciding strategy judged; its
+        # name is for the log line, not for users.
+        self.assertTrue(reason.startswith(GOLD + ': '), reason)
+        self.assertIn("missing on this server's compute node", reason)
+        self.assertNotIn('root_traits', reason)
+        self.assertIn('fallback=root_traits', self.log.output)
 
     def test_fallback_equal_to_strategy_is_not_run(self):
         self.flags(fallback_strategy='in_tree_candidates')
@@ -211,7 +216,8 @@ class StrategyOutcomeTest(EngineTestCase):
         self.assertEqual(decision.INCONCLUSIVE, result.outcome)
         self.assertFalse(result.allowed)
         self.assertEqual('allocation_traits', result.fallback)
-        self.assertIn('allocation_traits', result.user_reason())
+        self.assertIn('could not be decided', result.user_reason())
+        self.assertNotIn('allocation_traits', result.user_reason())
 
     def test_query_too_long(self):
         self.flags(max_url_length=512)
@@ -311,9 +317,11 @@ class ReasonAndLogTest(EngineTestCase):
         reason = result.user_reason()
         self.assertIn(AVX2, reason)
         self.assertNotIn(GOLD, reason)
-        self.assertIn('in_tree_candidates', reason)
-        for url_part in ('allocation_candidates', 'in_tree=', '?', 'http'):
-            self.assertNotIn(url_part, reason)
+        self.assertIn('missing on the resources this server uses', reason)
+        self.assertLessEqual(len(reason), decision.MAX_REASON)
+        for part in ('in_tree_candidates', 'allocation_candidates',
+                     'in_tree=', '?', 'http', ROOT):
+            self.assertNotIn(part, reason)
 
     def test_image_cannot_choose_the_options(self):
         self.flags(strategy='root_traits')
@@ -405,3 +413,34 @@ class UnexpectedFailureTest(EngineTestCase):
         self.assertIn("Image property 'trait:bad\\nname' does not name",
                       result.user_reason())
         self.assertNotIn('\\\\', result.user_reason())
+
+
+class ReasonLengthTest(base.TestCase):
+    """What nova stores of a refusal: 255 characters after its prefix."""
+
+    NOVA_PREFIX = 'No valid host was found. '
+
+    def test_fits_nova_fault_column(self):
+        for count, length in ((1, 20), (5, 30), (12, 40), (64, 255)):
+            names = ['CUSTOM_%s%02d' % ('X' * (length - 9), i)
+                     for i in range(count)]
+            reason = decision.missing_message(
+                names, 'missing on the resources allocated to this server')
+            self.assertLessEqual(len(self.NOVA_PREFIX + reason), 255,
+                                 (count, length))
+
+    def test_every_trait_named_when_they_fit(self):
+        names = ['CUSTOM_GPU_A100', 'CUSTOM_PMEM', 'HW_CPU_X86_AVX512F',
+                 'CUSTOM_STORAGE_CEPH']
+        reason = decision.missing_message(
+            names, 'missing on the resources this server uses')
+        self.assertTrue(reason.startswith(', '.join(sorted(names)) + ':'))
+        self.assertIn('create a new server', reason)
+
+    def test_traits_before_advice_and_counted_when_too_many(self):
+        names = ['CUSTOM_TRAIT_NUMBER_%02d' % i for i in range(20)]
+        reason = decision.missing_message(
+            names, 'missing on the resources this server uses')
+        self.assertTrue(reason.startswith('CUSTOM_TRAIT_NUMBER_00, '))
+        self.assertRegex(reason, r' and \d+ more: required by the new image')
+        self.assertLessEqual(len(reason), decision.MAX_REASON)
