@@ -64,6 +64,7 @@ import nova.conf
 from nova import exception
 from nova import objects
 
+from nova_image_traits.conductor import refusal
 from nova_image_traits import conf as nit_conf
 from nova_image_traits import engine
 from nova_image_traits import exception as nit_exception
@@ -280,6 +281,13 @@ def _wrap_rebuild(original):
         _LOCAL.capture = capture
         try:
             return original(self, context, *args, **kwargs)
+        except refusal.ImageTraitsRefused as e:
+            # NOTE: nova has set the server to ERROR, rolled image_ref back
+            # and recorded the fault and the event. Finish the rollback and
+            # stop here: rebuild_instance is a cast, nobody waits for the
+            # exception, and oslo.messaging would log it as a traceback.
+            refusal.finish_rollback(self, context, instance, capture, e)
+            return None
         finally:
             _LOCAL.capture = previous
 
@@ -345,7 +353,7 @@ def validate_image_traits_for_rebuild(self, context, instance, image_ref):
                         '[image_traits] on_placement_error=accept.',
                         instance=instance)
             return
-        raise exception.NoValidHost(
+        raise refusal.ImageTraitsRefused(
             reason='The image traits of the new image could not be checked '
                    'because of an internal error.')
 
@@ -354,8 +362,4 @@ def validate_image_traits_for_rebuild(self, context, instance, image_ref):
                   {'image': image_ref, 'reason': decision.user_reason()},
                   instance=instance)
         return
-    LOG.info('Rebuild to image %(image)s refused (%(outcome)s): '
-             '%(reason)s',
-             {'image': image_ref, 'outcome': decision.outcome,
-              'reason': decision.user_reason()}, instance=instance)
-    raise exception.NoValidHost(reason=decision.user_reason())
+    raise refusal.ImageTraitsRefused(reason=decision.user_reason())
