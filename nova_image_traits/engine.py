@@ -153,7 +153,10 @@ def _decide(request, conf, opts, client, result, state):
     try:
         if client is None:
             client = placement.get_client(conf, opts.decision_timeout)
-        session = client.start(opts.decision_timeout, opts.max_url_length)
+        session = client.start(
+            opts.decision_timeout, opts.max_url_length,
+            version_ttl=opts.placement_version_ttl,
+            global_request_id=request.global_request_id)
         state['session'] = session
         ctx = base.Context(request, wanted.required, session)
         verdict, name = _run(opts.strategy, 'strategy', ctx), None
@@ -216,7 +219,15 @@ def _decide(request, conf, opts, client, result, state):
 
 
 def _run(name, option, ctx):
-    return strategies.load(name, option).evaluate(ctx)
+    strategy = strategies.load(name, option)
+    try:
+        return strategy.evaluate(ctx)
+    except exception.PlacementVersionChanged as e:
+        # NOTE: placement was rolled back since the microversion was
+        # negotiated; the session has negotiated again, so the strategy
+        # can ask with what placement supports now (at most once).
+        LOG.info('%s Asking again.', e.message)
+        return strategy.evaluate(ctx)
 
 
 def _merge(first, second):

@@ -29,6 +29,9 @@ class RebuildRequest:
     :ivar flavor: the server's :class:`~nova_image_traits.flavor.Flavor`
     :ivar original_image_properties: the current image's properties, or
         None when the caller cannot know them (the scheduler filter)
+    :ivar global_request_id: nova's global request id
+        (``context.global_id``), sent to placement as
+        ``X-OpenStack-Request-ID`` so that its log ties to the nova request
     :ivar request_groups: the request groups to ask placement for, when
         the caller knows them better than the flavor alone; None (what the
         filter and the hook pass today) derives them from the flavor
@@ -43,3 +46,4 @@ class RebuildRequest:
     request_groups: ty.Optional[ty.Sequence[nit_flavor.RequestGroup]] = None
     host: ty.Optional[str] = None
     image_id: ty.Optional[str] = None
+    global_request_id: ty.Optional[str] = None

@@ -132,6 +132,25 @@ servers in front of placement commonly refuse request lines over 8 KiB
 (Apache's ``LimitRequestLine`` is 8190). A decision whose query would be
 longer is refused before anything is sent.
 """),
+    cfg.IntOpt(
+        'placement_version_ttl',
+        default=300,
+        min=0,
+        help="""
+Seconds for which the highest microversion placement advertises is
+trusted. Strategies that choose their microversion from it
+(``in_tree_candidates``) read placement's version document again, as one
+request of the decision that needs it, once it is older than this, so an
+upgrade of placement is picked up without restarting nova. 0 reads it in
+every decision that needs it.
+
+Whatever this value, a 406 answer (placement no longer accepts the
+microversion sent, e.g. after a rollback) makes the decision read the
+version document again at once and ask again with what placement
+supports now; ``in_tree_candidates`` then becomes inconclusive below
+microversion 1.31 and ``fallback_strategy`` decides, instead of
+``on_placement_error``.
+"""),
 ]
 
 

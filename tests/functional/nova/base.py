@@ -45,7 +45,6 @@ from nova.tests import fixtures as nova_fixtures
 from nova.tests.functional import integrated_helpers
 
 from nova_image_traits import conf as nit_conf
-from nova_image_traits import placement as nit_placement
 
 CONF = nova.conf.CONF
 
@@ -132,10 +131,9 @@ class HarnessMixin(object):
         self.flags(auth_type='admin_token', endpoint=fixture.endpoint,
                    token=fixture.token, endpoint_override=fixture.endpoint,
                    group='placement')
-        # The engine keeps one client per process; a new fixture has a new
-        # endpoint.
-        nit_placement.reset_clients()
-        self.addCleanup(nit_placement.reset_clients)
+        # NOTE: no reset of the engine's clients here: they are cached per
+        # effective [placement] settings, so this test's endpoint gets its
+        # own client, as it would after a reload in production.
 
     def start_service(self, name, *args, **kwargs):
         if name == 'scheduler' and self.ENABLE_IMAGE_TRAITS_FILTER:
