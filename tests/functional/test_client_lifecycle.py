@@ -151,6 +151,25 @@ class TestPlacementOnlyWhenNeeded(_EngineTestBase):
                 self.assertEqual(cause, result.cause)
                 self.assertEqual(0, result.requests)
 
+    def test_every_invalid_property_is_named(self):
+        props = {'trait:%s' % TRAIT: 'required'}
+        props.update({'trait:custom_%02d' % i: 'required'
+                      for i in range(40)})
+        before = len(self.decision_lines())
+        result = self.decide_cached(self.conf, 'in_tree_candidates',
+                                    image_properties=props)
+        self.assertEqual('invalid-image-trait', result.cause)
+        self.assertEqual(0, result.requests)
+        reason = result.user_reason()
+        self.assertLessEqual(len('No valid host was found. ' + reason), 255)
+        self.assertIn("'trait:custom_00', 'trait:custom_01'", reason)
+        shown = reason.count("'trait:custom_")
+        self.assertIn(' and %d more ' % (40 - shown), reason)
+        line = self.assertLoggedOnce(result, before)
+        for i in range(16):
+            self.assertIn("'trait:custom_%02d'" % i, line)
+        self.assertIn('and 24 more', line)
+
     def test_refused_connection_is_named(self):
         # The cause used to read "NotSupported: ... does not have any
         # supported versions" (openstacksdk's discovery); it is the
