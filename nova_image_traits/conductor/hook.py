@@ -54,6 +54,7 @@ URL (in a single-cell deployment, all conductors). Installing it in cell
 conductors too does no harm.
 """
 
+import dataclasses
 import functools
 import inspect
 import threading
@@ -332,6 +333,9 @@ def validate_image_traits_for_rebuild(self, context, instance, image_ref):
             compute_node,
             is_volume_backed=_is_volume_backed(context, instance, capture),
             orig_image_ref=capture.orig_image_ref if capture else None)
+        gid = getattr(context, 'global_id', None)
+        if gid:
+            request = dataclasses.replace(request, global_request_id=gid)
         decision = engine.decide(request, conf=conf)
     except Exception:
         # NOTE: anything escaping from here other than NoValidHost would

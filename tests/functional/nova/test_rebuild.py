@@ -30,6 +30,7 @@ are written out in full, so that changing a strategy fails a test.
 """
 
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -554,15 +555,8 @@ class FilterUnitTest(oslo_base.BaseTestCase):
     def test_filter_all_checks_hosts_on_rebuild(self):
         self.decide.side_effect = None
         self.decide.return_value.allowed = False
-        image = self.objects.ImageMeta.from_dict(
-            {'properties': {'trait:%s' % TRAIT: 'required'}})
-        flavor = self.objects.Flavor(
-            vcpus=1, memory_mb=512, root_gb=1, ephemeral_gb=0, swap=0,
-            extra_specs={}, name='f')
-        spec = self.objects.RequestSpec(
-            scheduler_hints={'_nova_check_type': ['rebuild']},
-            instance_uuid='2f5ad4c2-0bbb-4a61-9a53-1c62e1a0ef36',
-            image=image, flavor=flavor, is_bfv=False)
+        spec = self._rebuild_spec(force_hosts=['host0'],
+                                  force_nodes=['node'])
         self.assertEqual([], list(self.filter.filter_all(self.hosts[:1],
                                                          spec)))
         request = self.decide.call_args[0][0]
@@ -570,6 +564,75 @@ class FilterUnitTest(oslo_base.BaseTestCase):
                          request.image_properties)
         self.assertIsNone(request.original_image_properties)
         self.assertEqual(self.hosts[0].uuid, request.compute_node_uuid)
+
+    INSTANCE = '2f5ad4c2-0bbb-4a61-9a53-1c62e1a0ef36'
+
+    def _rebuild_spec(self, traits=(TRAIT,), **fields):
+        image = self.objects.ImageMeta.from_dict(
+            {'properties': {'trait:%s' % t: 'required' for t in traits}})
+        flavor = self.objects.Flavor(
+            vcpus=1, memory_mb=512, root_gb=1, ephemeral_gb=0, swap=0,
+            extra_specs={}, name='f')
+        return self.objects.RequestSpec(
+            scheduler_hints={'_nova_check_type': ['rebuild']},
+            instance_uuid=self.INSTANCE, image=image, flavor=flavor,
+            is_bfv=False, **fields)
+
+    def test_forged_rebuild_hint_on_200_hosts_makes_no_decision(self):
+        from nova.tests.unit.scheduler import fakes
+        hosts = [fakes.FakeHostState('host%d' % i, 'node', {})
+                 for i in range(200)]
+        for traits, expected in (((TRAIT,), []), ((), hosts)):
+            log = self.useFixture(fixtures.FakeLogger(
+                name='nova_image_traits', level=logging.WARNING))
+            spec = self._rebuild_spec(traits=traits)
+            self.assertEqual(expected,
+                             list(self.filter.filter_all(hosts, spec)))
+            warnings = [line for line in log.output.splitlines()
+                        if 'rebuild scheduler hint' in line]
+            self.assertEqual(1, len(warnings), log.output)
+            self.assertIn('200 candidate hosts', warnings[0])
+        self.decide.assert_not_called()
+
+    def test_rebuild_hint_on_a_host_without_the_instance(self):
+        from nova.tests.unit.scheduler import fakes
+        other = self.objects.Instance(
+            uuid='6c2cc1cc-2ad9-4bcb-9f2a-3c3c3fd5ee9d')
+        host = fakes.FakeHostState('host0', 'node', {}, instances=[other])
+        spec = self._rebuild_spec(force_hosts=['host0'],
+                                  force_nodes=['node'])
+        self.assertEqual([], list(self.filter.filter_all([host], spec)))
+        # Two hosts, or a host that is not the forced one: not a rebuild.
+        spec = self._rebuild_spec(force_hosts=['host9'])
+        self.assertEqual([], list(self.filter.filter_all(self.hosts[:1],
+                                                         spec)))
+        spec = self._rebuild_spec(force_hosts=['host0'])
+        self.assertEqual([], list(self.filter.filter_all(self.hosts[:2],
+                                                         spec)))
+        self.decide.assert_not_called()
+        # The instance on its forced host: one decision.
+        self.decide.side_effect = None
+        self.decide.return_value.allowed = True
+        mine = self.objects.Instance(uuid=self.INSTANCE)
+        host = fakes.FakeHostState('host0', 'node', {},
+                                   instances=[other, mine])
+        spec = self._rebuild_spec(force_hosts=['host0'],
+                                  force_nodes=['node'])
+        self.assertEqual([host], list(self.filter.filter_all([host], spec)))
+        self.assertEqual(1, self.decide.call_count)
+
+    def test_global_request_id_is_passed(self):
+        from nova import context as nova_context
+        self.decide.side_effect = None
+        self.decide.return_value.allowed = True
+        ctx = nova_context.RequestContext(
+            'user', 'project', is_admin=True,
+            global_request_id='req-%s' % self.INSTANCE)
+        spec = self._rebuild_spec(force_hosts=['host0'])
+        spec._context = ctx
+        list(self.filter.filter_all(self.hosts[:1], spec))
+        request = self.decide.call_args[0][0]
+        self.assertEqual('req-%s' % self.INSTANCE, request.global_request_id)
 
 
 class RefusedRebuildRetryTest(base.ImageTraitsTestBase):
@@ -660,6 +723,29 @@ class ForgedSchedulerHintTest(base.ImageTraitsTestBase):
         self.assertEqual('ACTIVE', server['status'],
                          self.fault_message(server))
         return server
+
+    def test_forged_rebuild_hint_at_boot_is_dropped_by_nova(self):
+        # nova 34's API drops every _nova* hint at create
+        # (nova/compute/api.py _validate_and_build_base_options), so the
+        # boot is scheduled through placement, which refuses the image
+        # trait, and the filter is not asked. Requests that reach the
+        # scheduler marked as a rebuild some other way are covered by
+        # FilterUnitTest.test_forged_rebuild_hint_on_200_hosts_*.
+        self._start_compute('host2')
+        spy = self.useFixture(fixtures.MockPatch(
+            'nova_image_traits.engine.decide',
+            side_effect=AssertionError('no decision expected'))).mock
+        flavor = self.create_flavor()
+        image = self.create_image(required=[TRAIT])
+        server = self._build_server(image_uuid=image, flavor_id=flavor,
+                                    networks='none')
+        server = self.api.post_server({
+            'server': server,
+            'os:scheduler_hints': {'_nova_check_type': ['rebuild']}})
+        server = self.wait_until_settled(server)
+        self.assertEqual('ERROR', server['status'])
+        self.assertIn('No valid host', self.fault_message(server))
+        spy.assert_not_called()
 
     def test_forged_check_type_at_create_does_not_skip_the_filter(self):
         flavor = self.create_flavor(
