@@ -151,6 +151,27 @@ supports now; ``in_tree_candidates`` then becomes inconclusive below
 microversion 1.31 and ``fallback_strategy`` decides, instead of
 ``on_placement_error``.
 """),
+    cfg.StrOpt(
+        'hook_on_unsupported_nova',
+        default='run_nova_check',
+        choices=[
+            ('run_nova_check',
+             "Start nova-conductor with nova's own image traits check left "
+             "in place, and log a CRITICAL message once saying that the "
+             "hook is not active."),
+            ('refuse_to_start',
+             'Exit with an error before nova-conductor starts, which also '
+             'stops every build, resize and migration that needs this '
+             'conductor.'),
+        ],
+        help="""
+What ``nova-image-traits-conductor`` does when the running nova lacks an
+internal the rebuild hook relies on (a nova release this version of
+nova-image-traits does not know). Read from the same configuration files as
+nova, before the conductor starts. Either way, nothing of nova is changed
+when the hook cannot be installed. The scheduler filter does not depend on
+these internals and keeps working.
+"""),
 ]
 
 

@@ -25,7 +25,7 @@ from tests.unit import base
 
 OPTIONS = {'strategy', 'fallback_strategy', 'on_placement_error',
            'decision_timeout', 'max_image_traits', 'max_url_length',
-           'placement_version_ttl'}
+           'placement_version_ttl', 'hook_on_unsupported_nova'}
 
 
 class ListOptsTest(base.TestCase):

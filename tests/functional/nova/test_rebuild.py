@@ -301,10 +301,13 @@ _LAUNCHER_PROBE = textwrap.dedent('''
 
     called = []
 
+    nova_check = manager.ComputeTaskManager.__dict__[
+        '_validate_image_traits_for_rebuild']
+
     def probe():
         from nova_image_traits.conductor import hook
         cls = manager.ComputeTaskManager
-        check = cls._validate_image_traits_for_rebuild
+        check = cls.__dict__.get('_validate_image_traits_for_rebuild')
         called.append({
             'ours': (getattr(check, '__wrapped__', None) is
                      hook.validate_image_traits_for_rebuild),
@@ -312,11 +315,21 @@ _LAUNCHER_PROBE = textwrap.dedent('''
             'filter_imported': (
                 'nova_image_traits.filters.image_traits_filter'
                 in sys.modules),
+            'nova_check': check is nova_check,
         })
         return 0
 
-    if sys.argv[1:] == ['break-nova']:
+    if 'break-nova' in sys.argv:
+        sys.argv.remove('break-nova')
         del manager.ComputeTaskManager._validate_image_traits_for_rebuild
+    if 'break-rebuild' in sys.argv:
+        # A nova whose rebuild_instance no longer calls the check.
+        sys.argv.remove('break-rebuild')
+
+        def rebuild_instance(self, context, instance, orig_image_ref,
+                             image_ref, orig_sys_metadata, request_spec):
+            pass
+        manager.ComputeTaskManager.rebuild_instance = rebuild_instance
     nova_conductor.main = probe
     rc = launcher.main()
     print(json.dumps({'rc': rc, 'called': called}))
@@ -342,14 +355,47 @@ class ConductorActivationTest(oslo_base.BaseTestCase):
         # Only the conductor launcher ran: the scheduler filter module was
         # never imported, yet nova's check is ours.
         self.assertEqual({'rc': 0, 'called': [
-            {'ours': True, 'installed': True, 'filter_imported': False}]},
+            {'ours': True, 'installed': True, 'filter_imported': False,
+             'nova_check': False}]},
             result)
 
-    def test_launcher_refuses_to_start_on_unknown_nova(self):
+    def _conf_file(self, value):
+        path = os.path.join(self.useFixture(fixtures.TempDir()).path,
+                            'nova.conf')
+        with open(path, 'w') as f:
+            f.write('[image_traits]\nhook_on_unsupported_nova = %s\n'
+                    % value)
+        return path
+
+    def test_launcher_runs_nova_check_on_unknown_nova(self):
+        # The default: the conductor starts, nova's own check untouched,
+        # one CRITICAL line.
+        for args in (('break-rebuild',),
+                     ('break-rebuild', '--config-file',
+                      self._conf_file('run_nova_check'))):
+            result, stderr = self._run_launcher(*args)
+            self.assertEqual({'rc': 0, 'called': [
+                {'ours': False, 'installed': False, 'filter_imported': False,
+                 'nova_check': True}]}, result)
+            self.assertEqual(1, stderr.count('no longer calls'), stderr)
+            self.assertIn("nova's own image traits check", stderr)
         result, stderr = self._run_launcher('break-nova')
-        self.assertEqual({'rc': 1, 'called': []}, result)
+        self.assertEqual(0, result['rc'])
         self.assertIn('_validate_image_traits_for_rebuild does not exist',
                       stderr)
+
+    def test_launcher_refuses_to_start_when_configured(self):
+        conf = self._conf_file('refuse_to_start')
+        for args in (('break-nova', '--config-file', conf),
+                     ('break-rebuild', '--config-file=%s' % conf)):
+            result, stderr = self._run_launcher(*args)
+            self.assertEqual({'rc': 1, 'called': []}, result)
+            self.assertIn('nova-image-traits-conductor: Cannot install',
+                          stderr)
+        # A supported nova starts with the hook whatever the option.
+        result, _stderr = self._run_launcher('--config-file', conf)
+        self.assertEqual(0, result['rc'])
+        self.assertTrue(result['called'][0]['installed'])
 
 
 class HookInstallTest(oslo_base.BaseTestCase):
