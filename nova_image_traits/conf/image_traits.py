@@ -107,8 +107,11 @@ the user-facing reason name the cause either way.
         min=0.1,
         help="""
 Upper bound, in seconds, on the time one decision may spend waiting for
-placement, retries included. Each request's timeout is the smaller of the
-time left and ``[placement] timeout``. When it runs out, the decision is a
+placement: building the client, the version document, a Keystone token
+fetch, waiting for one of the 10 connections of the process, keystoneauth's
+retries and every request. Each request's timeout is the smaller of the
+time left and ``[placement] timeout``, and the decision never waits for a
+request longer than the time left. When it runs out, the decision is a
 placement error and ``on_placement_error`` applies. Keep it well below
 ``[DEFAULT] rpc_response_timeout``.
 """),
