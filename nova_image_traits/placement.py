@@ -53,6 +53,7 @@ MAX_CLIENTS = 4
 # in a required parameter (placement.exception.TraitNotFound).
 _UNKNOWN_TRAITS = re.compile(r'No such trait\(s\): ([A-Z0-9_, ]+)')
 _CLIENTS_LOCK = threading.Lock()
+_REGISTER_LOCK = threading.Lock()
 #: Concurrent placement requests per client (and its connection pool size).
 POOL_SIZE = 10
 #: How much longer than the time left a decision waits for a request that
@@ -127,10 +128,11 @@ def settings(conf):
     name = conf[auth_group].auth_type
     if name:
         loader = ks_loading.get_plugin_loader(name)
-        missing = [o._to_oslo_opt() for o in loader.get_options()
-                   if o.dest not in conf[auth_group]]
-        if missing:
-            conf.register_opts(missing, group=auth_group)
+        with _REGISTER_LOCK:
+            missing = [o._to_oslo_opt() for o in loader.get_options()
+                       if o.dest not in conf[auth_group]]
+            if missing:
+                conf.register_opts(missing, group=auth_group)
     key = (_group_values(conf, group),)
     if auth_group != group:
         key += (_group_values(conf, auth_group),)

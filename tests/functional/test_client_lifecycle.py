@@ -405,3 +405,24 @@ class TestDeadlineUnderContention(_EngineTestBase):
             {'decision_timeout': self.LIMIT})
         results = self.run_decisions(conf, strategy='in_tree_candidates')
         self.check(results)
+
+    def test_token_fetch_is_inside_the_deadline(self):
+        # Keystone hangs; [placement] timeout would let keystoneauth wait
+        # 5 s for the token, the decision may wait 0.5 s.
+        keystone = test_faults.TCPProxy(mode='hang')
+        self.addCleanup(keystone.stop)
+        limit = 0.5
+        conf = test_faults.write_conf(self, {
+            'auth_type': 'password', 'auth_url': keystone.endpoint + '/v3',
+            'username': 'nova', 'password': 'secret',
+            'project_name': 'service', 'user_domain_name': 'Default',
+            'project_domain_name': 'Default', 'timeout': 5},
+            {'decision_timeout': limit})
+        for _i in range(3):
+            started = time.monotonic()
+            result = self.decide_cached(conf, 'root_traits')
+            elapsed = time.monotonic() - started
+            self.assertPlacementError(result, 'deadline', 'reject')
+            self.assertLess(elapsed, limit + self.SLACK)
+            self.assertGreaterEqual(elapsed, limit)
+        self.assertNotIn('secret', self.decision_log.output)
