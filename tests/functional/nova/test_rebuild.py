@@ -37,6 +37,7 @@ import sys
 import textwrap
 
 import fixtures
+from oslo_utils import uuidutils
 from oslotest import base as oslo_base
 
 from nova.conductor import manager as conductor_manager
@@ -806,3 +807,57 @@ class ForgedSchedulerHintTest(base.ImageTraitsTestBase):
             self.assertEqual('ERROR', server['status'], hints)
             self.assertEqual(old_image, server['image']['id'])
             self._delete_server(server)
+
+
+class GlobalRequestIdTest(base.ImageTraitsTestBase):
+    """The nova request's global id reaches our placement requests."""
+
+    ENABLE_IMAGE_TRAITS_FILTER = True
+
+    def setUp(self):
+        super().setUp()
+        from nova_image_traits import placement as nit_placement
+        self.root, _child = self.start_nested_compute(HOST)
+        self.contexts = []
+        check = hook.validate_image_traits_for_rebuild
+
+        def record(manager, context, instance, image_ref):
+            self.contexts.append(context.global_id)
+            return check(manager, context, instance, image_ref)
+        self.useFixture(fixtures.MockPatchObject(
+            hook, 'validate_image_traits_for_rebuild', record))
+        hook.install()
+        self.addCleanup(hook.uninstall)
+        self.set_image_traits_opts(strategy='root_traits')
+        self.sent = []
+        original = nit_placement.PlacementClient.request
+
+        def spy(client, url, version, deadline, limit,
+                global_request_id=None):
+            self.sent.append((url, global_request_id))
+            return original(client, url, version, deadline, limit,
+                            global_request_id)
+        self.useFixture(fixtures.MockPatchObject(
+            nit_placement.PlacementClient, 'request', spy))
+
+    def test_filter_and_hook_send_the_global_request_id(self):
+        flavor = self.create_flavor()
+        server = self.boot(flavor, self.create_image())
+        self.set_traits(self.root, [TRAIT])
+        gid = 'req-%s' % uuidutils.generate_uuid()
+        resp = self.api.api_post(
+            '/servers/%s/action' % server['id'], {'rebuild': {
+                'imageRef': self.create_image(required=[TRAIT])}},
+            headers={'X-OpenStack-Request-ID': gid})
+        server = self.wait_until_settled(server)
+        self.assertEqual('ACTIVE', server['status'],
+                         self.fault_message(server))
+        self.assertEqual(202, resp.status)
+        # One decision in the scheduler filter, one in the conductor hook,
+        # both carrying the global_id of the rebuild's request context
+        # (the caller's X-OpenStack-Request-ID when nova's auth middleware
+        # keeps it, which noauth2 does not, else the context's own id).
+        self.assertEqual(1, len(self.contexts))
+        self.assertTrue(self.contexts[0].startswith('req-'))
+        self.assertEqual(2, len(self.sent), self.sent)
+        self.assertEqual({self.contexts[0]}, {g for _url, g in self.sent})
