@@ -13,13 +13,14 @@
 a fake-driver compute and an in-process placement) with nova-image-traits.
 
 :class:`HarnessMixin` fixes what nova's functional harness gets wrong for
-an out-of-tree plugin that talks to placement with openstacksdk:
+an out-of-tree plugin that talks to placement with keystoneauth (and, in
+its command line tools, openstacksdk):
 
 * nova looks for ``api-paste.ini`` under ``site-packages/etc/nova``; the
   wheel installs it under ``<prefix>/etc/nova``, so ``[wsgi]
   api_paste_config`` is pointed at the real file;
 * nova's ``OpenStackSDKFixture`` turns every placement proxy into a bare
-  session client with a mocked ``get_endpoint``, which breaks our client;
+  session client with a mocked ``get_endpoint``, which breaks SDK clients;
   it is replaced by :class:`OpenStackSDKFixture`, which only blocks the
   host network probe that openstacksdk makes;
 * nova's ``PlacementFixture`` serves placement through wsgi-intercept at a
