@@ -127,13 +127,9 @@ def _decide(request, conf, opts, client, result, state):
                   'is read, as in nova.',
                   ', '.join(nit_traits.quote(k) for k in wanted.ignored))
     if wanted.invalid:
-        prop, why = wanted.invalid[0]
-        err = exception.InvalidImageTrait(property=nit_traits.quote(prop),
-                                          why=why)
         _refuse(result, nit_decision.REJECT, 'invalid-image-trait',
-                '%s. Fix or remove the image property, then rebuild again.'
-                % err.message,
-                detail='%d invalid trait properties' % len(wanted.invalid))
+                _invalid_message(wanted.invalid),
+                detail=_invalid_detail(wanted.invalid))
         return
     if not wanted.required:
         result.detail = 'the new image requires no traits'
@@ -158,7 +154,10 @@ def _decide(request, conf, opts, client, result, state):
     try:
         if client is None:
             client = placement.get_client(conf, opts.decision_timeout)
-        session = client.start(opts.decision_timeout, opts.max_url_length)
+        session = client.start(
+            opts.decision_timeout, opts.max_url_length,
+            version_ttl=opts.placement_version_ttl,
+            global_request_id=request.global_request_id)
         state['session'] = session
         ctx = base.Context(request, wanted.required, session)
         verdict, name = _run(opts.strategy, 'strategy', ctx), None
@@ -219,8 +218,69 @@ def _decide(request, conf, opts, client, result, state):
                 detail=verdict.detail)
 
 
+#: The longest user-facing refusal for invalid properties. Nova prefixes
+#: "No valid host was found. " (25 characters) and cuts an instance fault
+#: message at 255.
+MAX_REASON = 220
+#: The most invalid properties the decision log line names.
+MAX_LOGGED_INVALID = 16
+_FIX = 'Fix or remove the image property, then rebuild again.'
+_FIX_MANY = ('Fix or remove the image property, or properties, then '
+             'rebuild again.')
+
+
+def _invalid_message(invalid):
+    """The refusal naming the invalid properties, within MAX_REASON."""
+    if len(invalid) == 1:
+        prop, why = invalid[0]
+        err = exception.InvalidImageTrait(property=nit_traits.quote(prop),
+                                          why=why)
+        message = '%s. %s' % (err.message, _FIX)
+        if len(message) <= MAX_REASON:
+            return message
+    names = [nit_traits.quote(prop) for prop, _why in invalid]
+    fixed = len('Image properties  and 999 more do not name valid traits. '
+                ) + len(_FIX_MANY)
+    shown = [names[0]]
+    for name in names[1:]:
+        if fixed + len(', '.join(shown + [name])) > MAX_REASON:
+            break
+        shown.append(name)
+    listed = ', '.join(shown)
+    if len(shown) < len(names):
+        listed += ' and %d more' % (len(names) - len(shown))
+    elif len(shown) > 1:
+        listed = '%s and %s' % (', '.join(shown[:-1]), shown[-1])
+    if len(names) == 1:
+        return 'Image property %s does not name a valid trait. %s' % (
+            listed, _FIX)
+    return 'Image properties %s do not name valid traits. %s' % (
+        listed, _FIX_MANY)
+
+
+def _invalid_detail(invalid):
+    """The log line's list: every invalid property, up to a bound."""
+    # NOTE: a reason may repeat part of the name; escape it as well.
+    parts = ['%s (%s)' % (nit_traits.quote(prop),
+                          nit_traits.quote(why)[1:-1])
+             for prop, why in invalid[:MAX_LOGGED_INVALID]]
+    text = '%d invalid trait properties: %s' % (
+        len(invalid), '; '.join(parts))
+    if len(invalid) > MAX_LOGGED_INVALID:
+        text += '; and %d more' % (len(invalid) - MAX_LOGGED_INVALID)
+    return text
+
+
 def _run(name, option, ctx):
-    return strategies.load(name, option).evaluate(ctx)
+    strategy = strategies.load(name, option)
+    try:
+        return strategy.evaluate(ctx)
+    except exception.PlacementVersionChanged as e:
+        # NOTE: placement was rolled back since the microversion was
+        # negotiated; the session has negotiated again, so the strategy
+        # can ask with what placement supports now (at most once).
+        LOG.info('%s Asking again.', e.message)
+        return strategy.evaluate(ctx)
 
 
 def _merge(first, second):

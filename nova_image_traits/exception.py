@@ -112,6 +112,24 @@ class DecisionDeadlineExceeded(PlacementError):
     cause = 'deadline'
 
 
+class PlacementPoolTimeout(DecisionDeadlineExceeded):
+    msg_fmt = ('No connection to placement became free for %(url)s within '
+               'the %(limit).1f seconds of the decision ([image_traits] '
+               'decision_timeout): too many decisions at once.')
+
+
+class PlacementVersionChanged(PlacementError):
+    """Placement no longer supports the microversion it advertised.
+
+    Raised once per decision, after the microversion was negotiated again,
+    so that the strategy can ask again with what placement supports now.
+    """
+
+    msg_fmt = ('Placement refused microversion %(version)s for %(url)s; it '
+               'now supports microversions up to %(max_version)s.')
+    cause = 'unsupported-microversion'
+
+
 class RequestTooLarge(NovaImageTraitsException):
     msg_fmt = ('The placement query would be %(length)d bytes long, over the '
                'limit of %(limit)d bytes.')

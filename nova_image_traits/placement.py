@@ -11,28 +11,33 @@
 # under the License.
 """Read-only access to placement, the way nova's report client reaches it.
 
-The client is an openstacksdk placement proxy (a keystoneauth adapter) built
-from the keystoneauth session, auth and adapter options of the
-``[placement]`` group, exactly as ``nova.utils.get_sdk_adapter`` builds
-nova's. Retries and per-request timeouts are keystoneauth's
-(``connect_retries``, ``status_code_retries``, ``timeout``); this module
-adds a deadline per decision and turns every failure into a
+The client is a keystoneauth adapter built from the keystoneauth session,
+auth and adapter options of the ``[placement]`` group, the options
+``nova.utils.get_sdk_adapter`` builds nova's client from. Every GET names
+its microversion explicitly; nothing depends on openstacksdk's version
+discovery, so a failure names the real cause (a refused connection, a
+timeout, a TLS error) and the URL. Retries and per-request timeouts are
+keystoneauth's (``connect_retries``, ``status_code_retries``, ``timeout``);
+this module adds a deadline per decision that holds whatever the client is
+waiting for, and turns every failure into a
 :class:`~nova_image_traits.exception.PlacementError` that names its cause.
+
+Clients are cached per effective ``[placement]`` configuration, and built
+lazily: nothing is sent, and no adapter exists, until a strategy makes its
+first request.
 
 Nothing here ever writes to placement.
 """
 
+import collections
 import re
 import threading
 import time
 import urllib.parse
-import weakref
 
 from keystoneauth1 import exceptions as ks_exc
 from keystoneauth1 import loading as ks_loading
 from keystoneauth1 import session as ks_session
-import openstack
-import openstack.exceptions
 from oslo_log import log as logging
 
 from nova_image_traits.conf import placement as placement_conf
@@ -40,14 +45,20 @@ from nova_image_traits import exception
 
 LOG = logging.getLogger(__name__)
 
-# id(conf) -> (weak reference to conf, client); ConfigOpts is unhashable.
-_CLIENTS = {}
+# Effective [placement] settings -> client, least recently used first.
+_CLIENTS = collections.OrderedDict()
+#: Clients kept per process; the least recently used one is dropped first.
+MAX_CLIENTS = 4
 # NOTE: placement answers 400 "No such trait(s): A, B." for unknown traits
 # in a required parameter (placement.exception.TraitNotFound).
 _UNKNOWN_TRAITS = re.compile(r'No such trait\(s\): ([A-Z0-9_, ]+)')
 _CLIENTS_LOCK = threading.Lock()
-#: Connections kept to placement per process (requests' default size).
+_REGISTER_LOCK = threading.Lock()
+#: Concurrent placement requests per client (and its connection pool size).
 POOL_SIZE = 10
+#: How much longer than the time left a decision waits for a request that
+#: keystoneauth is about to time out itself, to report its precise cause.
+_GRACE = 0.05
 
 
 def parse_version(text):
@@ -60,13 +71,16 @@ def format_version(version):
     return '%d.%d' % tuple(version)
 
 
-def build_adapter(conf, timeout=None):
-    """Build the placement proxy from ``[placement]`` in ``conf``.
+def build_adapter(conf, timeout=None, pool_size=None):
+    """Build the placement adapter from ``[placement]`` in ``conf``.
+
+    Nothing is sent to placement or Keystone here.
 
     :param conf: a ConfigOpts with the ``[placement]`` options registered
-    :param timeout: the longest wait for placement's version document,
-        which openstacksdk reads while building the proxy, when
-        ``[placement] timeout`` is not set
+    :param timeout: the longest wait of one request (including a Keystone
+        token fetch) when ``[placement] timeout`` is not set
+    :param pool_size: connections kept to placement, :data:`POOL_SIZE` by
+        default
     """
     group = placement_conf.GROUP
     auth = ks_loading.load_auth_from_conf_options(conf, group)
@@ -74,51 +88,96 @@ def build_adapter(conf, timeout=None):
         conf, group, auth=auth)
     if session.timeout is None and timeout:
         session.timeout = timeout
-    # NOTE: one bounded pool shared by every decision of the process.
-    # requests' default pool does not block: every thread beyond its size
-    # opens a connection of its own and throws it away after one request.
+    # NOTE: one bounded pool shared by every decision of the process; the
+    # client never has more requests in flight than the pool holds.
+    size = pool_size or POOL_SIZE
     for scheme in ('http://', 'https://'):
         session.session.mount(scheme, ks_session.TCPKeepAliveAdapter(
-            pool_maxsize=POOL_SIZE, pool_block=True))
-    conn = openstack.connection.Connection(
-        session=session, oslo_conf=conf,
-        service_types={placement_conf.DEFAULT_SERVICE_TYPE},
-        app_name='nova-image-traits')
-    proxy = conn.placement
-    proxy.additional_headers = {'accept': 'application/json'}
-    return proxy
+            pool_maxsize=size, pool_block=True))
+    return ks_loading.load_adapter_from_conf_options(
+        conf, group, session=session, auth=auth,
+        additional_headers={'accept': 'application/json'},
+        raise_exc=False)
+
+
+def _freeze(value):
+    if isinstance(value, (list, tuple)):
+        return tuple(_freeze(v) for v in value)
+    if isinstance(value, dict):
+        return tuple(sorted((k, _freeze(v)) for k, v in value.items()))
+    return value
+
+
+def _group_values(conf, group):
+    values = conf[group]
+    return tuple((name, _freeze(values[name])) for name in sorted(values))
+
+
+def settings(conf):
+    """Return the effective ``[placement]`` settings of ``conf``.
+
+    Every option registered in the group, and the options of the auth plugin
+    it names (registered here when keystoneauth has not loaded the plugin
+    yet, exactly as it would), in a hashable form. Two configurations with
+    the same settings reach placement in the same way.
+
+    :raises: oslo_config.cfg.Error when a value cannot be read
+    """
+    group = placement_conf.GROUP
+    auth_group = conf[group].auth_section or group
+    name = conf[auth_group].auth_type
+    if name:
+        loader = ks_loading.get_plugin_loader(name)
+        with _REGISTER_LOCK:
+            missing = [o._to_oslo_opt() for o in loader.get_options()
+                       if o.dest not in conf[auth_group]]
+            if missing:
+                conf.register_opts(missing, group=auth_group)
+    key = (_group_values(conf, group),)
+    if auth_group != group:
+        key += (_group_values(conf, auth_group),)
+    return key
 
 
 def get_client(conf, timeout=None):
-    """Return this process's client for ``conf``, building it once.
+    """Return this process's client for the ``[placement]`` of ``conf``.
 
-    One client per process means one microversion negotiation per process
-    and one connection pool shared by every decision.
+    Clients are kept per effective ``[placement]`` configuration (see
+    :func:`settings`) and per ``timeout``: a changed setting, a reload or
+    another test's placement gives a new client, and at most
+    :data:`MAX_CLIENTS` are kept. The client is lazy: this sends nothing.
 
     :param timeout: see :func:`build_adapter`
-    :raises: PlacementUnreachable when the client cannot be built
     """
+    key = (settings(conf), timeout)
     with _CLIENTS_LOCK:
-        ref, client = _CLIENTS.get(id(conf), (None, None))
-    if ref is not None and ref() is conf:
+        client = _CLIENTS.get(key)
+        if client is not None:
+            _CLIENTS.move_to_end(key)
+            return client
+        client = PlacementClient(
+            factory=lambda: _build_for(conf, timeout, key))
+        _CLIENTS[key] = client
+        while len(_CLIENTS) > MAX_CLIENTS:
+            _CLIENTS.popitem(last=False)
+        if len(_CLIENTS) > 1:
+            LOG.debug('New placement client for changed [placement] '
+                      'settings (%d kept)', len(_CLIENTS))
         return client
-    # NOTE: built outside the lock: openstacksdk reads placement's version
-    # document here, and a placement that is down must not make every
-    # other decision of the process queue behind this one.
-    try:
-        client = PlacementClient(build_adapter(conf, timeout))
-    except (ks_exc.ClientException, openstack.exceptions.SDKException) as e:
-        raise exception.PlacementUnreachable(url='/', why=_why(e))
-    with _CLIENTS_LOCK:
-        ref, first = _CLIENTS.get(id(conf), (None, None))
-        if ref is not None and ref() is conf:
-            return first
-        _CLIENTS[id(conf)] = (weakref.ref(conf), client)
-        return client
+
+
+def _build_for(conf, timeout, key):
+    adapter = build_adapter(conf, timeout)
+    if (settings(conf), timeout) != key:
+        # NOTE: the settings changed between the lookup and this first
+        # request: never reuse this client under the old settings.
+        with _CLIENTS_LOCK:
+            _CLIENTS.pop(key, None)
+    return adapter
 
 
 def reset_clients():
-    """Forget cached clients (for tests and configuration reloads)."""
+    """Forget cached clients (for tests)."""
     with _CLIENTS_LOCK:
         _CLIENTS.clear()
 
@@ -128,58 +187,98 @@ class PlacementClient(object):
 
     :param adapter: a keystoneauth ``Adapter`` (or openstacksdk proxy)
         whose relative URLs reach placement
+    :param factory: instead of ``adapter``, a callable returning one,
+        called on the first request (inside that decision's deadline)
+    :param pool_size: the most requests in flight at once; a decision
+        waits for a free slot no longer than its deadline
     """
 
-    def __init__(self, adapter):
-        self._adapter = adapter
+    def __init__(self, adapter=None, factory=None, pool_size=None):
+        self._adapter = None
+        self._factory = factory
+        self._build_lock = threading.Lock()
+        self._slots = threading.BoundedSemaphore(pool_size or POOL_SIZE)
+        self.request_timeout = None
+        self.retries = {'connect_retries': None,
+                        'status_code_retries': None}
+        self.delays = {'connect_retry_delay': None,
+                       'status_code_retry_delay': None}
+        # (version tuple, monotonic time negotiated), or None.
+        self._version = None
+        if adapter is not None:
+            self._use(adapter)
+
+    def _use(self, adapter):
         session = getattr(adapter, 'session', None)
         #: [placement] timeout, keystoneauth's per-request timeout.
         self.request_timeout = getattr(session, 'timeout', None)
         #: keystoneauth's retries and their delays ([placement]).
-        self.retries = {
-            'connect_retries': getattr(adapter, 'connect_retries', None),
-            'status_code_retries': getattr(adapter, 'status_code_retries',
-                                           None),
-        }
-        self.delays = {
-            'connect_retry_delay': getattr(adapter, 'connect_retry_delay',
-                                           None),
-            'status_code_retry_delay': getattr(
-                adapter, 'status_code_retry_delay', None),
-        }
-        self._max_version = None
+        for kind in ('connect', 'status_code'):
+            self.retries[kind + '_retries'] = getattr(
+                adapter, kind + '_retries', None)
+            self.delays[kind + '_retry_delay'] = getattr(
+                adapter, kind + '_retry_delay', None)
+        self._adapter = adapter
 
-    def start(self, timeout, max_url_length):
+    @property
+    def adapter(self):
+        """The adapter, built on first use."""
+        if self._adapter is None:
+            with self._build_lock:
+                if self._adapter is None:
+                    self._use(self._factory())
+        return self._adapter
+
+    def start(self, timeout, max_url_length, version_ttl=None,
+              global_request_id=None):
         """Begin a decision: a :class:`PlacementSession` with a deadline.
 
         :param timeout: seconds the whole decision may wait for placement
         :param max_url_length: the longest URL that may be sent
+        :param version_ttl: seconds a negotiated microversion is trusted;
+            None trusts it for the life of the client
+        :param global_request_id: sent as ``X-OpenStack-Request-ID``
         """
-        return PlacementSession(self, timeout, max_url_length)
+        return PlacementSession(self, timeout, max_url_length,
+                                version_ttl=version_ttl,
+                                global_request_id=global_request_id)
 
-    def max_version(self, session):
+    def max_version(self, session, ttl=None):
         """Return the highest microversion placement supports.
 
-        It is negotiated once per process, through ``session`` so that the
-        request is counted in the decision that made it.
+        It is negotiated on first use, again when it is older than ``ttl``
+        seconds, and after :meth:`forget_version`, through ``session`` so
+        that the request is counted in the decision that made it.
         """
-        if self._max_version is None:
-            # NOTE: not under a lock: two threads may both ask once, which
-            # is harmless, while a lock would make every decision wait for
-            # a placement that hangs.
-            body = session.get('/', version=None)
-            try:
-                versions = body['versions']
-                top = max(parse_version(v['max_version']) for v in versions)
-            except (KeyError, TypeError, ValueError) as e:
-                raise exception.PlacementMalformedResponse(
-                    method='GET', url='/',
-                    why='no max_version in the version document '
-                        '(%s)' % type(e).__name__)
+        known = self._version
+        if known is not None and (
+                ttl is None or time.monotonic() - known[1] < ttl):
+            return known[0]
+        # NOTE: not under a lock: two threads may both ask once, which is
+        # harmless, while a lock would make every decision wait for a
+        # placement that hangs.
+        body = session.get('/', version=None)
+        try:
+            versions = body['versions']
+            top = max(parse_version(v['max_version']) for v in versions)
+        except (KeyError, TypeError, ValueError) as e:
+            raise exception.PlacementMalformedResponse(
+                method='GET', url='/',
+                why='no max_version in the version document '
+                    '(%s)' % type(e).__name__)
+        if known is not None and known[0] != top:
+            LOG.info('Placement now supports microversions up to %(new)s '
+                     '(was %(old)s)', {'new': format_version(top),
+                                       'old': format_version(known[0])})
+        else:
             LOG.debug('Placement supports microversions up to %s',
                       format_version(top))
-            self._max_version = top
-        return self._max_version
+        self._version = (top, time.monotonic())
+        return top
+
+    def forget_version(self):
+        """Negotiate the microversion again on the next request."""
+        self._version = None
 
     def budget(self, remaining):
         """Fit keystoneauth's retries into ``remaining`` seconds.
@@ -212,12 +311,53 @@ class PlacementClient(object):
         kwargs['timeout'] = timeout
         return kwargs
 
-    def request(self, url, version, remaining):
-        kwargs = {'raise_exc': False}
-        kwargs.update(self.budget(remaining))
-        if version is not None:
-            kwargs['microversion'] = version
-        return self._adapter.get(url, **kwargs)
+    def request(self, url, version, deadline, limit,
+                global_request_id=None):
+        """Send one GET; return the response before ``deadline``.
+
+        The adapter build, a Keystone token fetch, the wait for a free
+        connection, keystoneauth's retries and the request itself all
+        happen before ``deadline`` (a ``time.monotonic()`` value), or the
+        decision stops waiting.
+
+        :param limit: the decision's timeout, for the error message
+        :raises: DecisionDeadlineExceeded, or keystoneauth's exceptions
+        """
+        remaining = deadline - time.monotonic()
+        if remaining <= 0 or not self._slots.acquire(timeout=remaining):
+            raise exception.PlacementPoolTimeout(limit=limit, url=url)
+        box = {}
+        done = threading.Event()
+
+        def run():
+            try:
+                adapter = self.adapter
+                kwargs = {'raise_exc': False}
+                kwargs.update(self.budget(
+                    max(0.001, deadline - time.monotonic())))
+                if version is not None:
+                    kwargs['microversion'] = version
+                if global_request_id:
+                    kwargs['global_request_id'] = global_request_id
+                box['response'] = adapter.get(url, **kwargs)
+            except BaseException as e:
+                box['error'] = e
+            finally:
+                self._slots.release()
+                done.set()
+
+        # NOTE: a thread per request is what makes the deadline hold:
+        # neither a Keystone token fetch nor keystoneauth's retries can be
+        # interrupted, and they must not hold the decision (nor nova's RPC
+        # worker) past it. The abandoned request ends on its own timeout.
+        worker = threading.Thread(target=run, daemon=True,
+                                  name='nova-image-traits-placement')
+        worker.start()
+        if not done.wait(max(0.0, deadline - time.monotonic()) + _GRACE):
+            raise exception.DecisionDeadlineExceeded(limit=limit)
+        if 'error' in box:
+            raise box['error']
+        return box['response']
 
 
 class PlacementSession(object):
@@ -226,15 +366,19 @@ class PlacementSession(object):
     :ivar requests: the number of requests sent so far
     """
 
-    def __init__(self, client, timeout, max_url_length):
+    def __init__(self, client, timeout, max_url_length, version_ttl=None,
+                 global_request_id=None):
         self.client = client
         self.requests = 0
         self._deadline = time.monotonic() + timeout
         self._timeout = timeout
         self._max_url_length = max_url_length
+        self._version_ttl = version_ttl
+        self._renegotiated = False
+        self.global_request_id = global_request_id
 
     def max_version(self):
-        return self.client.max_version(self)
+        return self.client.max_version(self, self._version_ttl)
 
     def supports(self, version):
         """Whether placement supports microversion ``version`` ('1.31')."""
@@ -261,12 +405,13 @@ class PlacementSession(object):
         :raises: PlacementError subclasses naming the cause
         """
         url = self.build_url(path, params)
-        remaining = self._deadline - time.monotonic()
-        if remaining <= 0:
+        if self._deadline - time.monotonic() <= 0:
             raise exception.DecisionDeadlineExceeded(limit=self._timeout)
         self.requests += 1
         try:
-            resp = self.client.request(url, version, remaining)
+            resp = self.client.request(url, version, self._deadline,
+                                       self._timeout,
+                                       self.global_request_id)
         except ks_exc.ConnectTimeout as e:
             raise exception.PlacementTimeout(url=url, why=_why(e))
         except ks_exc.RequestTimeout as e:
@@ -281,6 +426,9 @@ class PlacementSession(object):
                 method='GET', url=url, why=_why(e))
         except ks_exc.ClientException as e:
             raise exception.PlacementError(why=_why(e))
+        if (resp.status_code == 406 and version is not None and
+                not self._renegotiated):
+            self._version_refused(url, version)
         if resp.status_code != 200:
             raise _http_error(url, resp)
         try:
@@ -292,6 +440,21 @@ class PlacementSession(object):
             raise exception.PlacementMalformedResponse(
                 method='GET', url=url, why='the body is not a JSON object')
         return body
+
+    def _version_refused(self, url, version):
+        """Placement refused ``version``: was it rolled back?
+
+        Negotiates again (once per decision). When placement no longer
+        supports ``version``, raises PlacementVersionChanged so that the
+        strategy can ask again with what placement supports now; otherwise
+        returns and the 406 is an error.
+        """
+        self._renegotiated = True
+        self.client.forget_version()
+        top = self.max_version()
+        if top < parse_version(version):
+            raise exception.PlacementVersionChanged(
+                url=url, version=version, max_version=format_version(top))
 
 
 def _why(exc):

@@ -33,6 +33,9 @@ class RebuildRequest:
         a boot of the server sends, built by nova's own ``ResourceRequest``
         inside nova; None derives it from the flavor alone (the command
         line, which has no nova)
+    :ivar global_request_id: nova's global request id
+        (``context.global_id``), sent to placement as
+        ``X-OpenStack-Request-ID`` so that its log ties to the nova request
     """
     instance_uuid: str
     compute_node_uuid: str
@@ -44,3 +47,4 @@ class RebuildRequest:
     resources: ty.Optional[nit_flavor.ResourceQuery] = None
     host: ty.Optional[str] = None
     image_id: ty.Optional[str] = None
+    global_request_id: ty.Optional[str] = None

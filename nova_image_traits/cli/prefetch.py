@@ -68,18 +68,24 @@ class CachingClient(object):
         self._answers = {}
         self._held = {}
 
-    def start(self, timeout, max_url_length):
-        return placement.PlacementSession(self, timeout, max_url_length)
+    def start(self, timeout, max_url_length, **kwargs):
+        return placement.PlacementSession(self, timeout, max_url_length,
+                                          **kwargs)
 
-    def max_version(self, session):
-        return self._client.max_version(session)
+    def max_version(self, session, ttl=None):
+        return self._client.max_version(session, ttl)
 
-    def request(self, url, version, remaining):
+    def forget_version(self):
+        self._client.forget_version()
+
+    def request(self, url, version, deadline, limit,
+                global_request_id=None):
         answer = self._answers.get(url)
         if answer is not None:
             return answer
         self.sent += 1
-        resp = self._client.request(url, version, remaining)
+        resp = self._client.request(url, version, deadline, limit,
+                                    global_request_id)
         if resp.status_code == 200 and _TRAITS_URL.fullmatch(url):
             try:
                 self._answers[url] = _Cached(resp.json())

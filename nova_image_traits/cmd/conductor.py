@@ -15,7 +15,10 @@ Run it instead of ``nova-conductor``, with the same arguments and
 configuration files. It installs
 :func:`nova_image_traits.conductor.hook.install` and then runs nova's own
 ``nova.cmd.conductor.main()``. If this nova lacks an internal the hook
-needs, it exits with an error before the service starts.
+needs, ``[image_traits] hook_on_unsupported_nova`` decides: by default the
+conductor starts with nova's own check in place and a CRITICAL message is
+logged once; with ``refuse_to_start`` it exits with an error before the
+service starts.
 """
 
 # NOTE: import nova's launcher first, exactly as nova-conductor would: its
@@ -38,9 +41,50 @@ def install_hook():
     return hook
 
 
+def _config_locations(argv):
+    """The ``--config-file`` and ``--config-dir`` values in ``argv``."""
+    found = {'--config-file': [], '--config-dir': []}
+    args = list(argv)
+    for i, arg in enumerate(args):
+        for name, values in found.items():
+            if arg == name and i + 1 < len(args):
+                values.append(args[i + 1])
+            elif arg.startswith(name + '='):
+                values.append(arg[len(name) + 1:])
+    return found['--config-file'], found['--config-dir']
+
+
+def on_unsupported_nova(argv):
+    """Read ``[image_traits] hook_on_unsupported_nova`` as nova would.
+
+    Nova parses its configuration only inside its own ``main()``, so the
+    option is read here from the same files with a private ConfigOpts.
+    The default is returned when they cannot be read: nova will report
+    the problem itself.
+    """
+    from oslo_config import cfg
+
+    from nova_image_traits.conf import image_traits as image_traits_conf
+    conf = cfg.ConfigOpts()
+    image_traits_conf.register_opts(conf)
+    files, dirs = _config_locations(argv)
+    try:
+        conf(args=[], project='nova', default_config_files=files or None,
+             default_config_dirs=dirs or None)
+        return conf.image_traits.hook_on_unsupported_nova
+    except Exception:
+        return 'run_nova_check'
+
+
 def main():
+    from nova_image_traits.conductor import hook
     try:
         install_hook()
+    except hook.HookInstallError as e:
+        if on_unsupported_nova(sys.argv[1:]) == 'refuse_to_start':
+            sys.stderr.write('nova-image-traits-conductor: %s\n' % e)
+            return 1
+        hook.report_unsupported(e)
     except Exception as e:
         sys.stderr.write('nova-image-traits-conductor: %s\n' % e)
         return 1

@@ -54,6 +54,7 @@ URL (in a single-cell deployment, all conductors). Installing it in cell
 conductors too does no harm.
 """
 
+import dataclasses
 import functools
 import inspect
 import threading
@@ -97,8 +98,32 @@ _LOCAL = None
 class HookInstallError(nit_exception.NovaImageTraitsException):
     msg_fmt = ('Cannot install the nova-image-traits rebuild hook into '
                'nova-conductor (nova %(version)s): %(why)s. This release of '
-               'nova-image-traits supports nova 34; refusing to '
-               'start rather than skip the image traits check silently.')
+               'nova-image-traits supports nova 34.')
+
+
+#: Why the hook could not be installed in this process, or None; set by
+#: :func:`report_unsupported` for status checks to read.
+UNSUPPORTED = None
+
+
+def report_unsupported(error):
+    """Record and log, once per process, that the hook is not active.
+
+    The conductor then runs with nova's own image traits check, which
+    :func:`install` left untouched.
+
+    :param error: the :class:`HookInstallError`
+    """
+    global UNSUPPORTED
+    with _LOCK:
+        if UNSUPPORTED is not None:
+            return
+        UNSUPPORTED = str(error)
+    LOG.critical('%s The conductor starts with nova\'s own image traits '
+                 'check on rebuild; nova-image-traits strategies are not '
+                 'applied by the conductor. Set [image_traits] '
+                 'hook_on_unsupported_nova = refuse_to_start to refuse to '
+                 'start instead.', error)
 
 
 class _Capture:
@@ -341,6 +366,9 @@ def validate_image_traits_for_rebuild(self, context, instance, image_ref):
             is_volume_backed=_is_volume_backed(context, instance, capture),
             orig_image_ref=capture.orig_image_ref if capture else None,
             request_spec=capture.request_spec if capture else None)
+        gid = getattr(context, 'global_id', None)
+        if gid:
+            request = dataclasses.replace(request, global_request_id=gid)
         decision = engine.decide(request, conf=conf)
     except Exception:
         # NOTE: anything escaping from here other than NoValidHost would

@@ -120,8 +120,11 @@ the user-facing reason name the cause either way.
         min=0.1,
         help="""
 Upper bound, in seconds, on the time one decision may spend waiting for
-placement, retries included. Each request's timeout is the smaller of the
-time left and ``[placement] timeout``. When it runs out, the decision is a
+placement: building the client, the version document, a Keystone token
+fetch, waiting for one of the 10 connections of the process, keystoneauth's
+retries and every request. Each request's timeout is the smaller of the
+time left and ``[placement] timeout``, and the decision never waits for a
+request longer than the time left. When it runs out, the decision is a
 placement error and ``on_placement_error`` applies. Keep it well below
 ``[DEFAULT] rpc_response_timeout``.
 """),
@@ -144,6 +147,46 @@ The longest placement URL, query string included, that is ever sent. Web
 servers in front of placement commonly refuse request lines over 8 KiB
 (Apache's ``LimitRequestLine`` is 8190). A decision whose query would be
 longer is refused before anything is sent.
+"""),
+    cfg.IntOpt(
+        'placement_version_ttl',
+        default=300,
+        min=0,
+        help="""
+Seconds for which the highest microversion placement advertises is
+trusted. Strategies that choose their microversion from it
+(``in_tree_candidates``) read placement's version document again, as one
+request of the decision that needs it, once it is older than this, so an
+upgrade of placement is picked up without restarting nova. 0 reads it in
+every decision that needs it.
+
+Whatever this value, a 406 answer (placement no longer accepts the
+microversion sent, e.g. after a rollback) makes the decision read the
+version document again at once and ask again with what placement
+supports now; ``in_tree_candidates`` then becomes inconclusive below
+microversion 1.31 and ``fallback_strategy`` decides, instead of
+``on_placement_error``.
+"""),
+    cfg.StrOpt(
+        'hook_on_unsupported_nova',
+        default='run_nova_check',
+        choices=[
+            ('run_nova_check',
+             "Start nova-conductor with nova's own image traits check left "
+             "in place, and log a CRITICAL message once saying that the "
+             "hook is not active."),
+            ('refuse_to_start',
+             'Exit with an error before nova-conductor starts, which also '
+             'stops every build, resize and migration that needs this '
+             'conductor.'),
+        ],
+        help="""
+What ``nova-image-traits-conductor`` does when the running nova lacks an
+internal the rebuild hook relies on (a nova release this version of
+nova-image-traits does not know). Read from the same configuration files as
+nova, before the conductor starts. Either way, nothing of nova is changed
+when the hook cannot be installed. The scheduler filter does not depend on
+these internals and keeps working.
 """),
 ]
 

@@ -33,6 +33,9 @@ in the request spec), so the ``reject`` strategy treats it as unknown; the
 conductor hook (:mod:`nova_image_traits.conductor.hook`) can see it.
 """
 
+import dataclasses
+
+from oslo_context import context as oslo_context
 from oslo_log import log as logging
 
 import nova.conf
@@ -70,7 +73,39 @@ class ImageTraitsFilter(filters.BaseHostFilter):
         # (list(objs)) and no per-host call is made.
         if not scheduler_utils.request_is_rebuild(spec_obj):
             return filter_obj_list
-        return super().filter_all(filter_obj_list, spec_obj)
+        hosts = list(filter_obj_list)
+        if not _is_real_rebuild(hosts, spec_obj):
+            return self._forged_rebuild(hosts, spec_obj)
+        return super().filter_all(hosts, spec_obj)
+
+    @staticmethod
+    def _forged_rebuild(hosts, spec_obj):
+        # NOTE: the boot API accepts any scheduler hint, so a user can boot
+        # with _nova_check_type=['rebuild']. Nova then skips
+        # GET /allocation_candidates, which is where image traits are
+        # checked at boot, and runs the rebuild filters on every host.
+        # Deciding per host would send placement one decision per compute
+        # node; deciding nothing and passing would let an image that
+        # requires traits boot where nothing checked them. So: no
+        # placement request at all, and refuse every host when the image
+        # requires traits (nothing can be verified), pass them all
+        # otherwise (there is nothing to check).
+        instance = getattr(spec_obj, 'instance_uuid', None)
+        image = spec_obj.image if 'image' in spec_obj else None
+        required = bool(image is not None and
+                        nova_request.image_properties_from_image_meta(image))
+        if required:
+            action = 'refusing every host because the image requires traits'
+        else:
+            action = 'passing every host: the image requires no traits'
+        LOG.warning('Request for instance %(instance)s carries the rebuild '
+                    'scheduler hint but is not a rebuild on its own host '
+                    '(%(hosts)d candidate hosts, forced hosts %(forced)s); '
+                    '%(action)s without asking placement.',
+                    {'instance': instance, 'hosts': len(hosts),
+                     'forced': _forced(spec_obj, 'force_hosts') or '-',
+                     'action': action})
+        return [] if required else hosts
 
     def host_passes(self, host_state, spec_obj):
         if not scheduler_utils.request_is_rebuild(spec_obj):
@@ -93,6 +128,9 @@ class ImageTraitsFilter(filters.BaseHostFilter):
             # Same shortcut as nova's own check: no required trait, nothing
             # to decide, no placement request.
             return True
+        gid = _global_request_id(spec_obj)
+        if gid:
+            request = dataclasses.replace(request, global_request_id=gid)
         decision = engine.decide(request, conf=nova.conf.CONF)
         if not decision.allowed:
             LOG.debug('%(host_state)s fails image traits requirements on '
@@ -101,3 +139,40 @@ class ImageTraitsFilter(filters.BaseHostFilter):
                        'instance': request.instance_uuid,
                        'reason': decision.user_reason()})
         return decision.allowed
+
+
+def _forced(spec_obj, field):
+    try:
+        return list(getattr(spec_obj, field, None) or [])
+    except Exception:
+        return []
+
+
+def _is_real_rebuild(hosts, spec_obj):
+    """Whether a request marked as a rebuild is one nova's API made.
+
+    ``API.rebuild`` forces the instance's own host and node, so nova's
+    host manager hands the filters exactly that one host, and the instance
+    is on it. When the scheduler tracks the instances of hosts
+    (``HostState.instances`` is not empty) the instance must be one of
+    them; nova fills it asynchronously, so an empty one proves nothing.
+    """
+    forced_hosts = _forced(spec_obj, 'force_hosts')
+    forced_nodes = _forced(spec_obj, 'force_nodes')
+    if len(forced_hosts) != 1 or len(forced_nodes) > 1 or len(hosts) != 1:
+        return False
+    host = hosts[0]
+    if getattr(host, 'host', None) != forced_hosts[0]:
+        return False
+    if forced_nodes and getattr(host, 'nodename', None) != forced_nodes[0]:
+        return False
+    instances = getattr(host, 'instances', None) or {}
+    instance = getattr(spec_obj, 'instance_uuid', None)
+    return not instances or instance in instances
+
+
+def _global_request_id(spec_obj):
+    """Nova's global request id (``context.global_id``) of this request."""
+    ctx = getattr(spec_obj, '_context', None) or oslo_context.get_current()
+    return getattr(ctx, 'global_id', None) or getattr(
+        ctx, 'global_request_id', None)

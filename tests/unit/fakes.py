@@ -88,9 +88,9 @@ class StubClient(placement.PlacementClient):
         super().__init__(adapter)
         self.started = []
 
-    def start(self, timeout, max_url_length):
+    def start(self, timeout, max_url_length, **kwargs):
         self.started.append((timeout, max_url_length))
-        return super().start(timeout, max_url_length)
+        return super().start(timeout, max_url_length, **kwargs)
 
 
 class ScriptedSession(object):

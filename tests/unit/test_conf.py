@@ -24,7 +24,8 @@ from nova_image_traits import strategies
 from tests.unit import base
 
 OPTIONS = {'strategy', 'fallback_strategy', 'on_placement_error',
-           'decision_timeout', 'max_image_traits', 'max_url_length'}
+           'decision_timeout', 'max_image_traits', 'max_url_length',
+           'placement_version_ttl', 'hook_on_unsupported_nova'}
 
 
 class ListOptsTest(base.TestCase):

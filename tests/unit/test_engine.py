@@ -97,6 +97,35 @@ class WithoutPlacementTest(EngineTestCase):
         self.assertIn('Fix or remove the image property',
                       result.user_reason())
 
+    def test_every_invalid_property_is_named(self):
+        image = {'trait:' + GOLD: 'required', 'trait:custom_a': 'required',
+                 'trait:custom_b': 'required', 'trait:': 'required'}
+        with fixtures.FakeLogger(name='nova_image_traits') as log:
+            result = self._decide_without_client(image)
+        reason = result.user_reason()
+        for prop in ("'trait:custom_a'", "'trait:custom_b'", "'trait:'"):
+            self.assertIn(prop, reason)
+            self.assertIn(prop, result.detail)
+            self.assertIn(prop, log.output)
+        self.assertNotIn(GOLD, reason)
+        self.assertIn('3 invalid trait properties', result.detail)
+        self.assertIn('Fix or remove the image property', reason)
+
+    def test_many_invalid_properties_stay_within_the_fault_column(self):
+        image = {'trait:bad_%03d_%s' % (i, 'x' * i): 'required'
+                 for i in range(100)}
+        result = self._decide_without_client(image)
+        reason = result.user_reason()
+        # nova's NoValidHost message, as the instance fault records it.
+        self.assertLessEqual(len('No valid host was found. ' + reason), 255)
+        self.assertIn("'trait:bad_000_'", reason)
+        self.assertRegex(reason, r' and \d+ more do not name valid traits')
+        shown = reason.count("'trait:bad_")
+        self.assertIn(' and %d more ' % (100 - shown), reason)
+        self.assertIn('100 invalid trait properties', result.detail)
+        self.assertIn('and %d more' % (100 - engine.MAX_LOGGED_INVALID),
+                      result.detail)
+
     def test_invalid_trait_property_is_quoted(self):
         result = self._decide_without_client(
             {'trait:CUSTOM_A\nERROR forged': 'required'})

@@ -21,7 +21,9 @@ import urllib.parse
 import hypothesis
 from hypothesis import strategies as st
 from keystoneauth1 import exceptions as ks_exc
+from oslo_config import cfg
 
+from nova_image_traits import conf as nit_conf
 from nova_image_traits import exception
 from nova_image_traits import placement
 from tests.unit import base
@@ -227,8 +229,14 @@ class RequestTest(base.TestCase):
         self.assertEqual(404, err.kwargs['status'])
 
     def test_406_is_an_unsupported_microversion(self):
-        err = self._error(fakes.response(406, {'errors': [
-            {'detail': 'Unacceptable version header: 1.99'}]}))
+        # Placement still advertises 1.39: the 406 is not a rollback.
+        session, adapter = _session({TRAITS_URL: fakes.response(
+            406, {'errors': [{'detail': 'Unacceptable version header: '
+                                        '1.99'}]}),
+            '/': fakes.versions('1.39')})
+        err = self.assertRaises(exception.PlacementError, session.get,
+                                TRAITS_URL, version='1.6')
+        self.assertEqual([TRAITS_URL, '/'], adapter.paths)
         self.assertIs(exception.PlacementBadResponse, type(err))
         self.assertEqual('unsupported-microversion', err.cause)
         # The class keeps its own cause for the next error.
@@ -287,16 +295,89 @@ class MicroversionTest(base.TestCase):
                               session.max_version)
 
 
+class VersionRenegotiationTest(base.TestCase):
+
+    def _versions(self, *tops):
+        answers = [fakes.versions(t) for t in tops]
+        return lambda _query: answers.pop(0)
+
+    def test_ttl_zero_negotiates_in_every_decision(self):
+        adapter = fakes.StubAdapter({'/': self._versions('1.30', '1.39')})
+        client = placement.PlacementClient(adapter)
+        self.assertFalse(client.start(10, 8000, version_ttl=0).supports(
+            '1.31'))
+        self.assertTrue(client.start(10, 8000, version_ttl=0).supports(
+            '1.31'))
+        self.assertEqual(['/', '/'], adapter.paths)
+
+    def test_ttl_keeps_the_version(self):
+        adapter = fakes.StubAdapter({'/': self._versions('1.30', '1.39')})
+        client = placement.PlacementClient(adapter)
+        for _i in range(3):
+            session = client.start(10, 8000, version_ttl=3600)
+            self.assertEqual((1, 30), session.max_version())
+        self.assertEqual(['/'], adapter.paths)
+
+    def test_406_after_a_rollback_renegotiates(self):
+        adapter = fakes.StubAdapter({
+            '/': self._versions('1.39', '1.30'),
+            TRAITS_URL: fakes.response(406, {'errors': [
+                {'detail': 'Unacceptable version header: 1.36'}]})})
+        client = placement.PlacementClient(adapter)
+        session = client.start(10, 8000)
+        self.assertTrue(session.supports('1.36'))
+        err = self.assertRaises(exception.PlacementVersionChanged,
+                                session.get, TRAITS_URL, version='1.36')
+        self.assertEqual('unsupported-microversion', err.cause)
+        self.assertIn('1.30', err.message)
+        self.assertEqual((1, 30), session.max_version())
+        # Once per decision: a second 406 is an error.
+        err = self.assertRaises(exception.PlacementBadResponse,
+                                session.get, TRAITS_URL, version='1.36')
+        self.assertEqual(['/', TRAITS_URL, '/', TRAITS_URL], adapter.paths)
+
+
 class GetClientTest(base.TestCase):
 
-    def test_one_client_per_conf(self):
+    def test_one_client_per_settings(self):
         with mock.patch.object(placement, 'build_adapter') as build:
             first = placement.get_client(self.conf)
             self.assertIs(first, placement.get_client(self.conf))
-            build.assert_called_once_with(self.conf, None)
-            placement.reset_clients()
-            self.assertIsNot(first, placement.get_client(self.conf))
-            self.assertEqual(2, build.call_count)
+            # Lazy: nothing is built before the first request.
+            build.assert_not_called()
+            other = cfg.ConfigOpts()
+            nit_conf.register_opts(other)
+            other([])
+            self.assertIs(first, placement.get_client(other))
+
+    def test_changed_setting_gives_a_new_client(self):
+        first = placement.get_client(self.conf)
+        self.flags(group='placement', endpoint_override='http://p2:8778')
+        second = placement.get_client(self.conf)
+        self.assertIsNot(first, second)
+        self.flags(group='placement', endpoint_override='http://p2:8778',
+                   region_name='Two')
+        self.assertIsNot(second, placement.get_client(self.conf))
+        self.assertIsNot(first, placement.get_client(self.conf, 5.0))
+
+    def test_auth_plugin_options_count(self):
+        self.flags(group='placement', auth_type='admin_token')
+        # Registers the plugin's options, as keystoneauth would.
+        placement.settings(self.conf)
+        self.flags(group='placement', endpoint='http://p1:8778')
+        first = placement.get_client(self.conf)
+        self.flags(group='placement', token='other')
+        self.assertIsNot(first, placement.get_client(self.conf))
+
+    def test_old_clients_are_dropped(self):
+        first = placement.get_client(self.conf)
+        for i in range(placement.MAX_CLIENTS):
+            self.flags(group='placement',
+                       endpoint_override='http://p%d:8778' % i)
+            placement.get_client(self.conf)
+        self.assertEqual(placement.MAX_CLIENTS, len(placement._CLIENTS))
+        self.conf.clear_override('endpoint_override', group='placement')
+        self.assertIsNot(first, placement.get_client(self.conf))
 
 
 class BudgetTest(base.TestCase):

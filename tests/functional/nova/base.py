@@ -13,13 +13,14 @@
 a fake-driver compute and an in-process placement) with nova-image-traits.
 
 :class:`HarnessMixin` fixes what nova's functional harness gets wrong for
-an out-of-tree plugin that talks to placement with openstacksdk:
+an out-of-tree plugin that talks to placement with keystoneauth (and, in
+its command line tools, openstacksdk):
 
 * nova looks for ``api-paste.ini`` under ``site-packages/etc/nova``; the
   wheel installs it under ``<prefix>/etc/nova``, so ``[wsgi]
   api_paste_config`` is pointed at the real file;
 * nova's ``OpenStackSDKFixture`` turns every placement proxy into a bare
-  session client with a mocked ``get_endpoint``, which breaks our client;
+  session client with a mocked ``get_endpoint``, which breaks SDK clients;
   it is replaced by :class:`OpenStackSDKFixture`, which only blocks the
   host network probe that openstacksdk makes;
 * nova's ``PlacementFixture`` serves placement through wsgi-intercept at a
@@ -45,7 +46,6 @@ from nova.tests import fixtures as nova_fixtures
 from nova.tests.functional import integrated_helpers
 
 from nova_image_traits import conf as nit_conf
-from nova_image_traits import placement as nit_placement
 
 CONF = nova.conf.CONF
 
@@ -132,10 +132,9 @@ class HarnessMixin(object):
         self.flags(auth_type='admin_token', endpoint=fixture.endpoint,
                    token=fixture.token, endpoint_override=fixture.endpoint,
                    group='placement')
-        # The engine keeps one client per process; a new fixture has a new
-        # endpoint.
-        nit_placement.reset_clients()
-        self.addCleanup(nit_placement.reset_clients)
+        # NOTE: no reset of the engine's clients here: they are cached per
+        # effective [placement] settings, so this test's endpoint gets its
+        # own client, as it would after a reload in production.
 
     def start_service(self, name, *args, **kwargs):
         if name == 'scheduler' and self.ENABLE_IMAGE_TRAITS_FILTER:

@@ -30,12 +30,14 @@ are written out in full, so that changing a strategy fails a test.
 """
 
 import json
+import logging
 import os
 import subprocess
 import sys
 import textwrap
 
 import fixtures
+from oslo_utils import uuidutils
 from oslotest import base as oslo_base
 
 from nova.conductor import manager as conductor_manager
@@ -319,10 +321,13 @@ _LAUNCHER_PROBE = textwrap.dedent('''
 
     called = []
 
+    nova_check = manager.ComputeTaskManager.__dict__[
+        '_validate_image_traits_for_rebuild']
+
     def probe():
         from nova_image_traits.conductor import hook
         cls = manager.ComputeTaskManager
-        check = cls._validate_image_traits_for_rebuild
+        check = cls.__dict__.get('_validate_image_traits_for_rebuild')
         called.append({
             'ours': (getattr(check, '__wrapped__', None) is
                      hook.validate_image_traits_for_rebuild),
@@ -330,11 +335,21 @@ _LAUNCHER_PROBE = textwrap.dedent('''
             'filter_imported': (
                 'nova_image_traits.filters.image_traits_filter'
                 in sys.modules),
+            'nova_check': check is nova_check,
         })
         return 0
 
-    if sys.argv[1:] == ['break-nova']:
+    if 'break-nova' in sys.argv:
+        sys.argv.remove('break-nova')
         del manager.ComputeTaskManager._validate_image_traits_for_rebuild
+    if 'break-rebuild' in sys.argv:
+        # A nova whose rebuild_instance no longer calls the check.
+        sys.argv.remove('break-rebuild')
+
+        def rebuild_instance(self, context, instance, orig_image_ref,
+                             image_ref, orig_sys_metadata, request_spec):
+            pass
+        manager.ComputeTaskManager.rebuild_instance = rebuild_instance
     nova_conductor.main = probe
     rc = launcher.main()
     print(json.dumps({'rc': rc, 'called': called}))
@@ -360,14 +375,47 @@ class ConductorActivationTest(oslo_base.BaseTestCase):
         # Only the conductor launcher ran: the scheduler filter module was
         # never imported, yet nova's check is ours.
         self.assertEqual({'rc': 0, 'called': [
-            {'ours': True, 'installed': True, 'filter_imported': False}]},
+            {'ours': True, 'installed': True, 'filter_imported': False,
+             'nova_check': False}]},
             result)
 
-    def test_launcher_refuses_to_start_on_unknown_nova(self):
+    def _conf_file(self, value):
+        path = os.path.join(self.useFixture(fixtures.TempDir()).path,
+                            'nova.conf')
+        with open(path, 'w') as f:
+            f.write('[image_traits]\nhook_on_unsupported_nova = %s\n'
+                    % value)
+        return path
+
+    def test_launcher_runs_nova_check_on_unknown_nova(self):
+        # The default: the conductor starts, nova's own check untouched,
+        # one CRITICAL line.
+        for args in (('break-rebuild',),
+                     ('break-rebuild', '--config-file',
+                      self._conf_file('run_nova_check'))):
+            result, stderr = self._run_launcher(*args)
+            self.assertEqual({'rc': 0, 'called': [
+                {'ours': False, 'installed': False, 'filter_imported': False,
+                 'nova_check': True}]}, result)
+            self.assertEqual(1, stderr.count('no longer calls'), stderr)
+            self.assertIn("nova's own image traits check", stderr)
         result, stderr = self._run_launcher('break-nova')
-        self.assertEqual({'rc': 1, 'called': []}, result)
+        self.assertEqual(0, result['rc'])
         self.assertIn('_validate_image_traits_for_rebuild does not exist',
                       stderr)
+
+    def test_launcher_refuses_to_start_when_configured(self):
+        conf = self._conf_file('refuse_to_start')
+        for args in (('break-nova', '--config-file', conf),
+                     ('break-rebuild', '--config-file=%s' % conf)):
+            result, stderr = self._run_launcher(*args)
+            self.assertEqual({'rc': 1, 'called': []}, result)
+            self.assertIn('nova-image-traits-conductor: Cannot install',
+                          stderr)
+        # A supported nova starts with the hook whatever the option.
+        result, _stderr = self._run_launcher('--config-file', conf)
+        self.assertEqual(0, result['rc'])
+        self.assertTrue(result['called'][0]['installed'])
 
 
 class HookInstallTest(oslo_base.BaseTestCase):
@@ -573,15 +621,8 @@ class FilterUnitTest(oslo_base.BaseTestCase):
     def test_filter_all_checks_hosts_on_rebuild(self):
         self.decide.side_effect = None
         self.decide.return_value.allowed = False
-        image = self.objects.ImageMeta.from_dict(
-            {'properties': {'trait:%s' % TRAIT: 'required'}})
-        flavor = self.objects.Flavor(
-            vcpus=1, memory_mb=512, root_gb=1, ephemeral_gb=0, swap=0,
-            extra_specs={}, name='f')
-        spec = self.objects.RequestSpec(
-            scheduler_hints={'_nova_check_type': ['rebuild']},
-            instance_uuid='2f5ad4c2-0bbb-4a61-9a53-1c62e1a0ef36',
-            image=image, flavor=flavor, is_bfv=False)
+        spec = self._rebuild_spec(force_hosts=['host0'],
+                                  force_nodes=['node'])
         self.assertEqual([], list(self.filter.filter_all(self.hosts[:1],
                                                          spec)))
         request = self.decide.call_args[0][0]
@@ -589,6 +630,75 @@ class FilterUnitTest(oslo_base.BaseTestCase):
                          request.image_properties)
         self.assertIsNone(request.original_image_properties)
         self.assertEqual(self.hosts[0].uuid, request.compute_node_uuid)
+
+    INSTANCE = '2f5ad4c2-0bbb-4a61-9a53-1c62e1a0ef36'
+
+    def _rebuild_spec(self, traits=(TRAIT,), **fields):
+        image = self.objects.ImageMeta.from_dict(
+            {'properties': {'trait:%s' % t: 'required' for t in traits}})
+        flavor = self.objects.Flavor(
+            vcpus=1, memory_mb=512, root_gb=1, ephemeral_gb=0, swap=0,
+            extra_specs={}, name='f')
+        return self.objects.RequestSpec(
+            scheduler_hints={'_nova_check_type': ['rebuild']},
+            instance_uuid=self.INSTANCE, image=image, flavor=flavor,
+            is_bfv=False, **fields)
+
+    def test_forged_rebuild_hint_on_200_hosts_makes_no_decision(self):
+        from nova.tests.unit.scheduler import fakes
+        hosts = [fakes.FakeHostState('host%d' % i, 'node', {})
+                 for i in range(200)]
+        for traits, expected in (((TRAIT,), []), ((), hosts)):
+            log = self.useFixture(fixtures.FakeLogger(
+                name='nova_image_traits', level=logging.WARNING))
+            spec = self._rebuild_spec(traits=traits)
+            self.assertEqual(expected,
+                             list(self.filter.filter_all(hosts, spec)))
+            warnings = [line for line in log.output.splitlines()
+                        if 'rebuild scheduler hint' in line]
+            self.assertEqual(1, len(warnings), log.output)
+            self.assertIn('200 candidate hosts', warnings[0])
+        self.decide.assert_not_called()
+
+    def test_rebuild_hint_on_a_host_without_the_instance(self):
+        from nova.tests.unit.scheduler import fakes
+        other = self.objects.Instance(
+            uuid='6c2cc1cc-2ad9-4bcb-9f2a-3c3c3fd5ee9d')
+        host = fakes.FakeHostState('host0', 'node', {}, instances=[other])
+        spec = self._rebuild_spec(force_hosts=['host0'],
+                                  force_nodes=['node'])
+        self.assertEqual([], list(self.filter.filter_all([host], spec)))
+        # Two hosts, or a host that is not the forced one: not a rebuild.
+        spec = self._rebuild_spec(force_hosts=['host9'])
+        self.assertEqual([], list(self.filter.filter_all(self.hosts[:1],
+                                                         spec)))
+        spec = self._rebuild_spec(force_hosts=['host0'])
+        self.assertEqual([], list(self.filter.filter_all(self.hosts[:2],
+                                                         spec)))
+        self.decide.assert_not_called()
+        # The instance on its forced host: one decision.
+        self.decide.side_effect = None
+        self.decide.return_value.allowed = True
+        mine = self.objects.Instance(uuid=self.INSTANCE)
+        host = fakes.FakeHostState('host0', 'node', {},
+                                   instances=[other, mine])
+        spec = self._rebuild_spec(force_hosts=['host0'],
+                                  force_nodes=['node'])
+        self.assertEqual([host], list(self.filter.filter_all([host], spec)))
+        self.assertEqual(1, self.decide.call_count)
+
+    def test_global_request_id_is_passed(self):
+        from nova import context as nova_context
+        self.decide.side_effect = None
+        self.decide.return_value.allowed = True
+        ctx = nova_context.RequestContext(
+            'user', 'project', is_admin=True,
+            global_request_id='req-%s' % self.INSTANCE)
+        spec = self._rebuild_spec(force_hosts=['host0'])
+        spec._context = ctx
+        list(self.filter.filter_all(self.hosts[:1], spec))
+        request = self.decide.call_args[0][0]
+        self.assertEqual('req-%s' % self.INSTANCE, request.global_request_id)
 
 
 class RefusedRebuildRetryTest(base.ImageTraitsTestBase):
@@ -681,6 +791,29 @@ class ForgedSchedulerHintTest(base.ImageTraitsTestBase):
                          self.fault_message(server))
         return server
 
+    def test_forged_rebuild_hint_at_boot_is_dropped_by_nova(self):
+        # nova 34's API drops every _nova* hint at create
+        # (nova/compute/api.py _validate_and_build_base_options), so the
+        # boot is scheduled through placement, which refuses the image
+        # trait, and the filter is not asked. Requests that reach the
+        # scheduler marked as a rebuild some other way are covered by
+        # FilterUnitTest.test_forged_rebuild_hint_on_200_hosts_*.
+        self._start_compute('host2')
+        spy = self.useFixture(fixtures.MockPatch(
+            'nova_image_traits.engine.decide',
+            side_effect=AssertionError('no decision expected'))).mock
+        flavor = self.create_flavor()
+        image = self.create_image(required=[TRAIT])
+        server = self._build_server(image_uuid=image, flavor_id=flavor,
+                                    networks='none')
+        server = self.api.post_server({
+            'server': server,
+            'os:scheduler_hints': {'_nova_check_type': ['rebuild']}})
+        server = self.wait_until_settled(server)
+        self.assertEqual('ERROR', server['status'])
+        self.assertIn('No valid host', self.fault_message(server))
+        spy.assert_not_called()
+
     def test_forged_check_type_at_create_does_not_skip_the_filter(self):
         flavor = self.create_flavor(
             {'resources1:%s' % base.CHILD_RESOURCE: '1'})
@@ -694,3 +827,57 @@ class ForgedSchedulerHintTest(base.ImageTraitsTestBase):
             self.assertEqual('ERROR', server['status'], hints)
             self.assertEqual(old_image, server['image']['id'])
             self._delete_server(server)
+
+
+class GlobalRequestIdTest(base.ImageTraitsTestBase):
+    """The nova request's global id reaches our placement requests."""
+
+    ENABLE_IMAGE_TRAITS_FILTER = True
+
+    def setUp(self):
+        super().setUp()
+        from nova_image_traits import placement as nit_placement
+        self.root, _child = self.start_nested_compute(HOST)
+        self.contexts = []
+        check = hook.validate_image_traits_for_rebuild
+
+        def record(manager, context, instance, image_ref):
+            self.contexts.append(context.global_id)
+            return check(manager, context, instance, image_ref)
+        self.useFixture(fixtures.MockPatchObject(
+            hook, 'validate_image_traits_for_rebuild', record))
+        hook.install()
+        self.addCleanup(hook.uninstall)
+        self.set_image_traits_opts(strategy='root_traits')
+        self.sent = []
+        original = nit_placement.PlacementClient.request
+
+        def spy(client, url, version, deadline, limit,
+                global_request_id=None):
+            self.sent.append((url, global_request_id))
+            return original(client, url, version, deadline, limit,
+                            global_request_id)
+        self.useFixture(fixtures.MockPatchObject(
+            nit_placement.PlacementClient, 'request', spy))
+
+    def test_filter_and_hook_send_the_global_request_id(self):
+        flavor = self.create_flavor()
+        server = self.boot(flavor, self.create_image())
+        self.set_traits(self.root, [TRAIT])
+        gid = 'req-%s' % uuidutils.generate_uuid()
+        resp = self.api.api_post(
+            '/servers/%s/action' % server['id'], {'rebuild': {
+                'imageRef': self.create_image(required=[TRAIT])}},
+            headers={'X-OpenStack-Request-ID': gid})
+        server = self.wait_until_settled(server)
+        self.assertEqual('ACTIVE', server['status'],
+                         self.fault_message(server))
+        self.assertEqual(202, resp.status)
+        # One decision in the scheduler filter, one in the conductor hook,
+        # both carrying the global_id of the rebuild's request context
+        # (the caller's X-OpenStack-Request-ID when nova's auth middleware
+        # keeps it, which noauth2 does not, else the context's own id).
+        self.assertEqual(1, len(self.contexts))
+        self.assertTrue(self.contexts[0].startswith('req-'))
+        self.assertEqual(2, len(self.sent), self.sent)
+        self.assertEqual({self.contexts[0]}, {g for _url, g in self.sent})
