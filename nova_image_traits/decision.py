@@ -130,8 +130,8 @@ def trait_reason(traits, what, advice=None):
 
     Nova keeps only 255 characters of a refusal, so the traits come first,
     then ``what`` is wrong with them, then the advice. When everything does
-    not fit, the advice goes first, then the traits that do not fit are
-    counted ("and 3 more"); the decision's log line names them all.
+    not fit, the advice is dropped first, then the traits that do not fit
+    are counted ("and 3 more"); the decision's log line names them all.
 
     :param traits: the trait names
     :param what: what is wrong with them, e.g. "missing on this server's
@@ -143,8 +143,8 @@ def trait_reason(traits, what, advice=None):
         advice = _('Rebuild with another image, or create a new server with '
                    'this one.')
     names = sorted(traits)
-    for with_advice in (True, False):
-        for shown in range(len(names), 0, -1):
+    for shown in range(len(names), 0, -1):
+        for with_advice in (True, False):
             listed = ', '.join(names[:shown])
             if shown < len(names):
                 listed = _('%(listed)s and %(count)d more') % {

@@ -133,11 +133,14 @@ class ImageTraitsFilter(filters.BaseHostFilter):
             request = dataclasses.replace(request, global_request_id=gid)
         decision = engine.decide(request, conf=nova.conf.CONF)
         if not decision.allowed:
-            LOG.debug('%(host_state)s fails image traits requirements on '
-                      'rebuild of instance %(instance)s: %(reason)s',
-                      {'host_state': host_state,
-                       'instance': request.instance_uuid,
-                       'reason': decision.user_reason()})
+            # NOTE: at INFO, unlike other filters' rejections: in a
+            # filter-only deployment the user is told only "No valid host
+            # was found", so this line is where the reason is.
+            LOG.info('%(host_state)s fails image traits requirements on '
+                     'rebuild of instance %(instance)s: %(reason)s',
+                     {'host_state': host_state,
+                      'instance': request.instance_uuid,
+                      'reason': decision.user_reason()})
         return decision.allowed
 
 

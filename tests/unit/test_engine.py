@@ -471,5 +471,7 @@ class ReasonLengthTest(base.TestCase):
         reason = decision.missing_message(
             names, 'missing on the resources this server uses')
         self.assertTrue(reason.startswith('CUSTOM_TRAIT_NUMBER_00, '))
+        # Names win over advice.
+        self.assertNotIn('create a new server', reason)
         self.assertRegex(reason, r' and \d+ more: required by the new image')
         self.assertLessEqual(len(reason), decision.MAX_REASON)

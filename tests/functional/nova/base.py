@@ -51,6 +51,9 @@ CONF = nova.conf.CONF
 
 FILTER_PATH = 'nova_image_traits.filters.image_traits_filter.ImageTraitsFilter'
 FILTER_NAME = 'ImageTraitsFilter'
+#: The nova-api pre-check's paste filter, as the docs tell deployers.
+PRECHECK_FILTER = 'image_traits_precheck'
+PRECHECK_FACTORY = 'nova_image_traits.api.precheck:RebuildPrecheck.factory'
 
 #: The nested fake driver: ``<host>-child`` holds CUSTOM_MAGIC inventory.
 NESTED_DRIVER = 'fake.MediumFakeDriverWithNestedCustomResources'
@@ -102,6 +105,26 @@ class HarnessMixin(object):
 
     #: Enable ``ImageTraitsFilter`` in the scheduler before it starts.
     ENABLE_IMAGE_TRAITS_FILTER = False
+    #: Add the nova-api pre-check to nova's api-paste.ini pipelines.
+    ENABLE_API_PRECHECK = False
+
+    def api_paste_config(self):
+        """nova's api-paste.ini, with the pre-check when enabled."""
+        path = find_api_paste_config()
+        if not self.ENABLE_API_PRECHECK:
+            return path
+        with open(path) as f:
+            text = f.read()
+        self.assertIn(' keystonecontext ', text)
+        text = text.replace(' keystonecontext ',
+                            ' keystonecontext %s ' % PRECHECK_FILTER)
+        text += '\n[filter:%s]\npaste.filter_factory = %s\n' % (
+            PRECHECK_FILTER, PRECHECK_FACTORY)
+        copy = os.path.join(self.useFixture(fixtures.TempDir()).path,
+                            'api-paste.ini')
+        with open(copy, 'w') as f:
+            f.write(text)
+        return copy
 
     def setUp(self):
         super().setUp()
@@ -115,7 +138,7 @@ class HarnessMixin(object):
         if type(fixture) is nova_fixtures.OpenStackSDKFixture:
             fixture = OpenStackSDKFixture()
         if isinstance(fixture, nova_fixtures.OSAPIFixture):
-            self.flags(api_paste_config=find_api_paste_config(),
+            self.flags(api_paste_config=self.api_paste_config(),
                        group='wsgi')
         result = super().useFixture(fixture)
         if isinstance(fixture, placement_fx.PlacementFixture):

@@ -1,0 +1,170 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""A nova-api pre-check: refuse a rebuild before anything changes.
+
+Nova's API accepts a rebuild, writes the new image into the server, its
+system metadata and its request spec, and only then casts to the
+conductor, whose refusal puts the server in ERROR. This paste filter runs
+the same decision in nova-api first, so that a rebuild the configured
+strategy refuses fails at once and leaves the server untouched::
+
+    [composite:openstack_compute_api_v21]
+    keystone = ... keystonecontext image_traits_precheck osapi_compute_app_v21
+
+    [filter:image_traits_precheck]
+    paste.filter_factory = \
+        nova_image_traits.api.precheck:RebuildPrecheck.factory
+
+(on one line; and the same in
+``openstack_compute_api_v21_legacy_v2_compatible``). It goes after
+``keystonecontext``, which puts the request context in the environ. The
+conductor hook stays the authoritative check: traits can change between
+the API and the conductor.
+
+Only ``POST /servers/{id}/action`` with a ``rebuild`` to an image other
+than the server's current one is looked at; everything else passes
+through untouched. Anything the pre-check cannot read (a missing server,
+a bad image reference, a volume-backed server) passes through, so that
+nova answers it as it always does. A refusal answers with nova's error
+document: ``400 badRequest`` when the image is not valid for this server
+(its traits are missing, forbidden by the flavor, malformed or too many),
+``409 conflictingRequest`` when it cannot be decided now (placement
+failed, or the strategy was inconclusive), so the user may retry.
+"""
+
+import dataclasses
+import json
+import re
+
+from oslo_log import log as logging
+import webob
+import webob.dec
+
+from nova.api import wsgi as nova_wsgi
+from nova.compute import api as compute_api
+import nova.conf
+from nova import context as nova_context
+from nova.image import glance
+from nova import objects
+
+from nova_image_traits import decision as nit_decision
+from nova_image_traits import engine
+from nova_image_traits import nova_request
+
+LOG = logging.getLogger(__name__)
+
+_ACTION = re.compile(r'^/(?:v2(?:\.1)?/)?(?:[^/]+/)?servers/([^/]+)/action$')
+#: Nova's names for the fault documents of these codes.
+_FAULT_NAMES = {400: 'badRequest', 409: 'conflictingRequest'}
+#: Outcomes that say the image is wrong for this server; the others say
+#: the question cannot be answered now.
+_INVALID = frozenset([nit_decision.REJECT])
+
+
+class RebuildPrecheck(nova_wsgi.Middleware):
+    """Refuse, in nova-api, a rebuild the configured strategy refuses."""
+
+    def __init__(self, application):
+        super().__init__(application)
+        self._compute_api = None
+        self._image_api = None
+
+    @webob.dec.wsgify
+    def __call__(self, req):
+        server_id = self._rebuild_target(req)
+        if server_id is None:
+            return self.application
+        try:
+            decision = self._decide(req, server_id)
+        except Exception:
+            # NOTE: the conductor hook still decides; never break the API.
+            LOG.exception('The image traits pre-check failed for the '
+                          'rebuild of server %s; letting nova handle it.',
+                          server_id)
+            return self.application
+        if decision is None or decision.allowed:
+            return self.application
+        code = 400 if decision.outcome in _INVALID else 409
+        return _fault(code, decision.user_reason())
+
+    @staticmethod
+    def _rebuild_target(req):
+        """The server of a rebuild request, or None for anything else."""
+        if req.method != 'POST':
+            return None
+        match = _ACTION.match(req.path_info)
+        if not match:
+            return None
+        return match.group(1)
+
+    def _decide(self, req, server_id):
+        context = req.environ.get('nova.context')
+        if context is None:
+            LOG.warning('No nova.context in the request: put '
+                        'image_traits_precheck after keystonecontext in '
+                        'api-paste.ini.')
+            return None
+        req.make_body_seekable()
+        try:
+            body = json.loads(req.body or b'{}')
+            image_href = body['rebuild']['imageRef']
+        except (ValueError, TypeError, KeyError):
+            return None
+        finally:
+            req.body_file.seek(0)
+        if not isinstance(image_href, str):
+            return None
+        if self._compute_api is None:
+            self._compute_api = compute_api.API()
+            self._image_api = glance.API()
+        try:
+            instance = self._compute_api.get(
+                context, server_id,
+                expected_attrs=['flavor', 'system_metadata'])
+        except Exception:
+            return None  # nova answers 404 or its own error
+        if not instance.image_ref or not instance.host:
+            # Volume-backed or not scheduled: nova's own rules apply.
+            return None
+        image_id = image_href.rsplit('/', 1)[-1]
+        if image_id == instance.image_ref:
+            return None  # nova checks nothing for the same image
+        try:
+            image = self._image_api.get(context, image_id)
+        except Exception:
+            return None  # nova reports the bad image itself
+        image_meta = objects.ImageMeta.from_dict(image)
+        if not image_meta.properties.get('traits_required'):
+            return None
+        admin = context.elevated()
+        mapping = objects.InstanceMapping.get_by_instance_uuid(
+            admin, instance.uuid)
+        with nova_context.target_cell(admin, mapping.cell_mapping) as cctxt:
+            node = objects.ComputeNode.get_by_host_and_nodename(
+                cctxt, instance.host, instance.node)
+        spec = objects.RequestSpec.get_by_instance_uuid(admin,
+                                                        instance.uuid)
+        spec.image = image_meta
+        request = nova_request.from_conductor_rebuild(
+            instance, image_meta, dict(instance.system_metadata), node,
+            is_volume_backed=bool(spec.is_bfv) if 'is_bfv' in spec else
+            False, orig_image_ref=instance.image_ref, request_spec=spec)
+        request = dataclasses.replace(
+            request, global_request_id=getattr(context, 'global_id', None))
+        return engine.decide(request, conf=nova.conf.CONF)
+
+
+def _fault(code, message):
+    """A response shaped like nova's ``wsgi.Fault`` error documents."""
+    body = {_FAULT_NAMES[code]: {'code': code, 'message': message}}
+    return webob.Response(status=code, json_body=body,
+                          content_type='application/json', charset='UTF-8')

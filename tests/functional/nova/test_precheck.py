@@ -1,0 +1,130 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""The nova-api pre-check: a refused rebuild fails before anything changes.
+
+nova-api runs with ``image_traits_precheck`` after ``keystonecontext`` in
+its api-paste.ini pipelines, as the install guide says; the conductor runs
+with the hook, which stays the authoritative check.
+"""
+
+from nova import context as nova_context
+from nova import objects
+from nova.tests.functional.api import client as api_client
+
+from nova_image_traits.conductor import hook
+from tests.functional.nova import base
+
+GOLD = 'CUSTOM_GOLD'
+#: Five realistic names the host lacks: all must reach the user.
+ABSENT = ['CUSTOM_ABSENT_%d' % i for i in range(5)]
+#: Twelve long ones: too many for nova's column, so some are counted.
+LONG = ['CUSTOM_A_RATHER_LONG_TRAIT_NAME_%02d' % i for i in range(12)]
+HOST = 'host1'
+
+
+class APIPrecheckTest(base.ImageTraitsTestBase):
+
+    ENABLE_API_PRECHECK = True
+
+    def setUp(self):
+        super().setUp()
+        self.root, _child = self.start_nested_compute(HOST)
+        hook.install()
+        self.addCleanup(hook.uninstall)
+        for trait in [GOLD] + ABSENT + LONG:
+            self.placement.put('/traits/%s' % trait, None, version='1.6')
+        self.set_traits(self.root, [GOLD])
+        self.flavor = self.create_flavor()
+        self.old_image = self.create_image()
+        self.server = self.boot(self.flavor, self.old_image)
+        self.before = self._read_back()
+
+    def _read_back(self):
+        ctxt = nova_context.get_admin_context()
+        mapping = objects.InstanceMapping.get_by_instance_uuid(
+            ctxt, self.server['id'])
+        with nova_context.target_cell(ctxt, mapping.cell_mapping) as cctxt:
+            inst = objects.Instance.get_by_uuid(
+                cctxt, self.server['id'],
+                expected_attrs=['system_metadata'])
+        spec = objects.RequestSpec.get_by_instance_uuid(ctxt,
+                                                        self.server['id'])
+        actions = self.api.get_instance_actions(self.server['id'])
+        return (inst.image_ref, inst.vm_state, inst.task_state,
+                dict(inst.system_metadata), spec.image.id,
+                sorted(a['action'] for a in actions))
+
+    def _rebuild_refused(self, image, api=None):
+        api = api or self.api
+        exc = self.assertRaises(
+            api_client.OpenStackApiException, api.post_server_action,
+            self.server['id'], {'rebuild': {'imageRef': image}})
+        return exc.response
+
+    def test_refused_synchronously_and_untouched(self):
+        image = self.create_image(required=ABSENT)
+        resp = self._rebuild_refused(image)
+        self.assertEqual(400, resp.status_code)
+        body = resp.json()
+        message = body['badRequest']['message']
+        self.assertEqual(400, body['badRequest']['code'])
+        # Every missing trait, first, within nova's column.
+        for trait in ABSENT:
+            self.assertIn(trait, message)
+        self.assertLessEqual(len(message), 230)
+        self.assertNotIn(self.root, message)
+        self.assertNotIn('held_providers', message)
+        # Nothing about the server changed, not even an action record.
+        self.assertEqual(self.before, self._read_back())
+        self.assertEqual('ACTIVE',
+                         self.api.get_server(self.server['id'])['status'])
+
+    def test_too_many_long_traits_are_counted(self):
+        resp = self._rebuild_refused(self.create_image(required=LONG))
+        message = resp.json()['badRequest']['message']
+        self.assertTrue(message.startswith(LONG[0] + ', '), message)
+        self.assertRegex(message, r' and \d+ more: required by the new ')
+        self.assertLessEqual(len(message), 230)
+
+    def test_user_and_admin_read_the_same_reason(self):
+        image = self.create_image(required=[ABSENT[0]])
+        reasons = []
+        for api in (self.api, self.admin_api):
+            resp = self._rebuild_refused(image, api=api)
+            self.assertEqual(400, resp.status_code)
+            reasons.append(resp.json()['badRequest']['message'])
+        self.assertEqual(reasons[0], reasons[1])
+        for detail in (self.root, 'placement', 'http', 'allocation',
+                       'held_providers'):
+            self.assertNotIn(detail, reasons[0])
+        self.assertEqual(self.before, self._read_back())
+
+    def test_accepted_rebuild_goes_through(self):
+        image = self.create_image(required=[GOLD])
+        server = self.rebuild(self.server, image)
+        self.assertEqual('ACTIVE', server['status'])
+        self.assertEqual(image, server['image']['id'])
+
+    def test_other_actions_and_same_image_pass_through(self):
+        server = self.rebuild(self.server, self.old_image)
+        self.assertEqual('ACTIVE', server['status'])
+        self._reboot_server(server, hard=True)
+
+    def test_placement_down_follows_on_placement_error(self):
+        image = self.create_image(required=[GOLD])
+        self.flags(endpoint='http://127.0.0.1:9', endpoint_override=(
+            'http://127.0.0.1:9'), group='placement')
+        resp = self._rebuild_refused(image)
+        self.assertEqual(409, resp.status_code)
+        self.assertIn('try again later',
+                      resp.json()['conflictingRequest']['message'])
+        self.assertEqual(self.before, self._read_back())
