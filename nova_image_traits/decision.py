@@ -155,9 +155,14 @@ def trait_reason(traits, what, advice=None):
                 text = '%s %s' % (text, advice)
             if len(text) <= MAX_REASON:
                 return text
-    # NOTE: one name longer than the whole column.
-    text = _('%(count)d traits: %(what)s.') % {'count': len(names),
-                                               'what': what}
+    # NOTE: the first name alone is too long for the column: its start.
+    more = ''
+    if len(names) > 1:
+        more = _(' and %d more') % (len(names) - 1)
+    room = MAX_REASON - len(_('%(traits)s: %(what)s.') % {
+        'traits': more, 'what': what}) - 3
+    listed = names[0][:max(room, 16)] + '...' + more
+    text = _('%(traits)s: %(what)s.') % {'traits': listed, 'what': what}
     return text[:MAX_REASON]
 
 

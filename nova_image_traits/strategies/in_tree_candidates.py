@@ -111,10 +111,12 @@ class InTreeCandidatesStrategy(base.Strategy):
             body, match = self._held_candidate(session, query, root, held,
                                                ctx.required, version)
         except exception.PlacementUnknownTraits as e:
-            if not e.traits & ctx.required:
+            unknown = e.traits & ctx.required
+            if not unknown:
                 raise
-            unknown = self.unknown_traits(ctx, ctx.required) or (
-                e.traits & ctx.required)
+            if unknown != ctx.required:
+                # NOTE: placement names only the first unknown trait.
+                unknown = self.unknown_traits(ctx, ctx.required) or unknown
             return decision.Verdict(
                 decision.REJECT, missing=unknown, providers=(root,),
                 detail='placement does not know %s' % ', '.join(

@@ -154,7 +154,8 @@ class CheckAuditTest(base.ImageTraitsTestBase):
             {name: r['Outcome'] for name, r in by.items()})
         self.assertEqual(GOLD, by['root_traits']['Missing'])
         self.assertEqual(GOLD, by['root_traits']['Required'])
-        self.assertIn('root_traits', by['root_traits']['Reason'])
+        self.assertIn("missing on this server's compute node",
+                      by['root_traits']['Reason'])
         self.assertEqual(0, by['reject']['Requests'])
         self.assertGreater(by['tree_traits']['Requests'], 0)
         # Read-only: one provider lookup and the decisions, all GETs.

@@ -271,11 +271,13 @@ class TestVersionFollowsPlacement(_EngineTestBase):
         result = self.decide_cached(self.conf, 'in_tree_candidates')
         self.assertEqual(decision.ACCEPT, result.outcome, result.detail)
         self.assertIsNone(result.fallback)
-        # The refused query, the version document, the query again.
+        # The server's allocations and the refused query, the version
+        # document, then the strategy again from the start.
+        allocations = '/allocations/%s' % self.instance
         paths = [p.split('?')[0] for _m, p in self.server.recorder]
-        self.assertEqual(['/allocation_candidates', '/',
-                          '/allocation_candidates'], paths)
-        self.assertEqual(3, result.requests)
+        self.assertEqual([allocations, '/allocation_candidates', '/',
+                          allocations, '/allocation_candidates'], paths)
+        self.assertEqual(5, result.requests)
 
 
 class _HeaderRecorder(object):

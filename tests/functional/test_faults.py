@@ -585,7 +585,8 @@ class TestCappedPlacement(FaultTestBase):
                 self.assertIn('fallback=root_traits ', line)
                 if expected == decision.REJECT:
                     self.assertEqual('traits-missing', result.cause)
-                    self.assertIn('root_traits', result.user_reason())
+                    self.assertIn("missing on this server's compute node",
+                                  result.user_reason())
                 self.assertOnlyGets()
                 self.assertFalse([p for _m, p in self.server.recorder
                                   if p.startswith('/allocation_cand')])

@@ -30,6 +30,16 @@ HUGEPAGES = 'CUSTOM_HUGEPAGES_1G'
 PMEM = 'CUSTOM_PMEM'
 BAD = 'CUSTOM_QUARANTINED'
 
+#: A trait on a provider of the host that the server does not use: only
+#: tree_traits, which judges the whole tree, lets it pass.
+ONLY_TREE_TRAITS_ACCEPTS = {
+    'held_providers': (R, None),
+    'reject': (R, None),
+    'root_traits': (R, None),
+    'tree_traits': (A, None),
+    'in_tree_candidates': (R, None),
+    'allocation_traits': (R, None)}
+
 VGPU_FLAVOR = nit_flavor.Flavor(vcpus=1, memory_mb=512, root_gb=1,
                                 extra_specs={'resources:VGPU': '1'},
                                 name='vgpu-unsuffixed')
@@ -83,13 +93,7 @@ class TestVGPUTwoTypes(HeldProvidersTestBase):
     def test_trait_of_the_other_pgpu(self):
         # The server's vGPU stays on the T4: an A100 image must not pass.
         got = self.verdicts(self._build(), A100, VGPU_FLAVOR)
-        self.assertEqual({
-            'held_providers': (R, None),
-            'reject': (R, None),
-            'root_traits': (R, None),
-            'tree_traits': (A, None),
-            'in_tree_candidates': (R, None),
-            'allocation_traits': (R, None)}, got)
+        self.assertEqual(ONLY_TREE_TRAITS_ACCEPTS, got)
 
     def test_full_held_pgpu(self):
         # The T4 has one slot and the server uses it; the A100 is free.
@@ -134,13 +138,7 @@ class TestNUMAChildren(HeldProvidersTestBase):
 
     def test_trait_of_the_other_numa_node(self):
         got = self.verdicts(self._build(), PMEM, PLAIN_FLAVOR)
-        self.assertEqual({
-            'held_providers': (R, None),
-            'reject': (R, None),
-            'root_traits': (R, None),
-            'tree_traits': (A, None),
-            'in_tree_candidates': (R, None),
-            'allocation_traits': (R, None)}, got)
+        self.assertEqual(ONLY_TREE_TRAITS_ACCEPTS, got)
 
 
 class TestSharingAndNUMA(HeldProvidersTestBase):
@@ -196,7 +194,7 @@ class TestEveryUnknownTraitNamed(HeldProvidersTestBase):
         node = self.host([])
         self.allocate({node.uuid: {'VCPU': 1, 'MEMORY_MB': 512,
                                    'DISK_GB': 1}})
-        unknown = {'CUSTOM_NEVER_%d_%s' % (i, uuid.uuid4().hex.upper())
+        unknown = {'CUSTOM_NEVER_%d_%s' % (i, uuid.uuid4().hex[:8].upper())
                    for i in range(3)}
         for strategy in test_strategies.STRATEGIES:
             self.conf.set_override('strategy', strategy, 'image_traits')

@@ -475,3 +475,10 @@ class ReasonLengthTest(base.TestCase):
         self.assertNotIn('create a new server', reason)
         self.assertRegex(reason, r' and \d+ more: required by the new image')
         self.assertLessEqual(len(reason), decision.MAX_REASON)
+
+    def test_a_name_longer_than_the_column_is_cut(self):
+        name = 'CUSTOM_' + 'A' * 248
+        reason = decision.missing_message([name, 'CUSTOM_B'], 'missing')
+        self.assertLessEqual(len(reason), decision.MAX_REASON)
+        self.assertTrue(reason.startswith(name[:60]), reason)
+        self.assertIn('... and 1 more: required by the new image', reason)

@@ -24,7 +24,6 @@ from tests.unit import fakes
 ROOT = fakes.ROOT
 CHILD = fakes.CHILD
 SHARING = fakes.SHARING
-OTHER = 'bbbbbbbb-0000-4000-8000-000000000004'
 GOLD = 'CUSTOM_GOLD'
 BLUE = 'CUSTOM_BLUE'
 ALLOCATIONS = '/allocations/%s' % fakes.INSTANCE
