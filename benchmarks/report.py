@@ -358,9 +358,25 @@ def sections(results, targets):
         ('Create path through nova\'s filter handler',
          create_rows(results)),
         ('Audit', audit_rows(results)),
+        ("The nova-api pre-check, through nova's API", precheck_rows(results)),
         ('Measured properties, not targets', property_rows(results)),
         ('Targets', target_rows(targets)),
     ]
+
+
+def precheck_rows(results):
+    """Rows of the pre-check's cost per rebuild."""
+    pre = results.get('precheck') or {}
+    if pre.get('status') != 'measured':
+        return (['pre-check'], [[pre.get('status', 'not measured')]])
+    return (['POST rebuild', 'runs', 'median ms'], [
+        ['accepted (202), without the pre-check', pre['runs'],
+         _fmt(pre['accepted_without_ms'])],
+        ['accepted (202), with the pre-check', pre['runs'],
+         _fmt(pre['accepted_with_ms'])],
+        ['added by the pre-check', '-', _fmt(pre['added_ms'])],
+        ['refused by the pre-check (400)', pre['runs'],
+         _fmt(pre['refused_ms'])]])
 
 
 def property_rows(results):

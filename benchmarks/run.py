@@ -51,7 +51,8 @@ RESULTS_MD = os.path.join(HERE, 'RESULTS.md')
 PROFILES = {
     'full': {'ns': [0, 16, 64, 256], 'background': 200, 'grow_to': 2000,
              'runs': 15, 'per_round': 2, 'growth_cycles': 2,
-             'create_hosts': 10000, 'create_runs': 21, 'audit': [
+             'create_hosts': 10000, 'create_runs': 21, 'precheck_runs': 15,
+             'audit': [
                  (strategy, servers, hosts)
                  for strategy in ('held_providers', 'reject', 'root_traits',
                                   'tree_traits', 'in_tree_candidates',
@@ -60,7 +61,8 @@ PROFILES = {
                  ('in_tree_candidates', 10000, 1000)]},
     'quick': {'ns': [0, 64], 'background': 100, 'grow_to': 1000,
               'runs': 5, 'per_round': 1, 'growth_cycles': 1,
-              'create_hosts': 10000, 'create_runs': 7, 'audit': [
+              'create_hosts': 10000, 'create_runs': 7, 'precheck_runs': 3,
+              'audit': [
                   (strategy, servers, hosts)
                   for strategy in ('held_providers', 'in_tree_candidates')
                   for servers, hosts in ((100, 10), (300, 10))]},
@@ -312,6 +314,7 @@ def run_all(config):
     from benchmarks import audit
     from benchmarks import createpath
     from benchmarks import novacheck
+    from benchmarks import precheck
     from benchmarks import rebuild
 
     strategies = list(rebuild.STRATEGIES)
@@ -338,6 +341,10 @@ def run_all(config):
                                           time.monotonic() - started))
     finally:
         cloud.stop()
+    started = time.monotonic()
+    results['precheck'] = precheck.measure(config['precheck_runs'])
+    _progress('nova-api pre-check %s in %.0f s' % (
+        results['precheck']['status'], time.monotonic() - started))
     return results
 
 
