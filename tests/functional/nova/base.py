@@ -196,7 +196,7 @@ class ImageTraitsTestBase(HarnessMixin,
     #: Seconds between two polls of a server.
     POLL_INTERVAL = 0.1
     #: Seconds to wait for a server to settle.
-    POLL_TIMEOUT = 20.0
+    POLL_TIMEOUT = 60.0
 
     def start_nested_compute(self, host):
         """Start a compute whose node has a ``<host>-child`` provider.
