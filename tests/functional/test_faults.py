@@ -308,6 +308,9 @@ class DecisionAssertions(object):
         self.assertEqual(decision.ERROR, result.outcome,
                          (result.cause, result.detail))
         self.assertEqual(on_error == 'accept', result.allowed)
+        if isinstance(cause, tuple):
+            self.assertIn(result.cause, cause, result.detail)
+            cause = result.cause
         self.assertEqual(cause, result.cause, result.detail)
         self.assertIn('(%s)' % cause, result.message)
         if on_error == 'reject':
@@ -749,7 +752,10 @@ class TestTimeouts(FaultTestBase):
     def test_decision_timeout_bounds_a_hanging_server(self):
         limit = 0.3
         conf, client = self.hanging({'decision_timeout': limit})
-        results = self.check_fault('timeout', conf=conf, client=client)
+        # NOTE: keystoneauth's own timeout and the decision's deadline end
+        # together here; on a loaded machine either may be first.
+        results = self.check_fault(('timeout', 'deadline'), conf=conf,
+                                   client=client)
         for result in results.values():
             self.assertLess(result.elapsed, limit + 2.0)
 
