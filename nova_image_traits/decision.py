@@ -26,9 +26,21 @@ INCONCLUSIVE = 'inconclusive'
 ERROR = 'error'
 OUTCOMES = (ACCEPT, REJECT, INCONCLUSIVE, ERROR)
 
-#: Nova stores a refusal in a 255-character column (instance faults, action
-#: event details) after ``NoValidHost``'s own "No valid host was found. ".
-MAX_REASON = 230
+#: Nova stores a refusal in 255 bytes of UTF-8 (instance faults and action
+#: event details, ``nova.compute.utils.exception_to_dict``), after
+#: ``NoValidHost``'s own "No valid host was found. ", which is 25 bytes in
+#: English and may be longer translated: the reason gets 200 bytes.
+MAX_REASON = 200
+
+
+def fits(text):
+    """Whether ``text`` fits in :data:`MAX_REASON` bytes of UTF-8."""
+    return len(text.encode('utf-8')) <= MAX_REASON
+
+
+def _cut(text, limit):
+    """``text`` cut to at most ``limit`` bytes of UTF-8, whole characters."""
+    return text.encode('utf-8')[:limit].decode('utf-8', 'ignore')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -126,7 +138,7 @@ class Decision:
 
 
 def trait_reason(traits, what, advice=None):
-    """Return a user reason naming ``traits`` first, within MAX_REASON.
+    """Return a user reason naming ``traits`` first, that :func:`fits`.
 
     Nova keeps only 255 characters of a refusal, so the traits come first,
     then ``what`` is wrong with them, then the advice. When everything does
@@ -153,17 +165,17 @@ def trait_reason(traits, what, advice=None):
                 'traits': listed, 'what': what}
             if with_advice:
                 text = '%s %s' % (text, advice)
-            if len(text) <= MAX_REASON:
+            if fits(text):
                 return text
     # NOTE: the first name alone is too long for the column: its start.
     more = ''
     if len(names) > 1:
         more = _(' and %d more') % (len(names) - 1)
-    room = MAX_REASON - len(_('%(traits)s: %(what)s.') % {
-        'traits': more, 'what': what}) - 3
-    listed = names[0][:max(room, 16)] + '...' + more
+    room = MAX_REASON - len((_('%(traits)s: %(what)s.') % {
+        'traits': more, 'what': what}).encode('utf-8')) - 3
+    listed = _cut(names[0], max(room, 16)) + '...' + more
     text = _('%(traits)s: %(what)s.') % {'traits': listed, 'what': what}
-    return text[:MAX_REASON]
+    return _cut(text, MAX_REASON)
 
 
 def missing_message(missing, lacks):

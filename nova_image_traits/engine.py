@@ -218,32 +218,29 @@ def _decide(request, conf, opts, client, result, state):
                 detail=verdict.detail)
 
 
-#: The longest user-facing refusal for invalid properties. Nova prefixes
-#: "No valid host was found. " (25 characters) and cuts an instance fault
-#: message at 255.
-MAX_REASON = 220
 #: The most invalid properties the decision log line names.
 MAX_LOGGED_INVALID = 16
-_FIX = 'Fix or remove the image property, then rebuild again.'
-_FIX_MANY = ('Fix or remove the image property, or properties, then '
-             'rebuild again.')
+_FIX = _('Fix or remove the image property, then rebuild again.')
+_FIX_MANY = _('Fix or remove the image property, or properties, then '
+              'rebuild again.')
 
 
 def _invalid_message(invalid):
-    """The refusal naming the invalid properties, within MAX_REASON."""
+    """The refusal naming the invalid properties, fit for nova's column."""
     if len(invalid) == 1:
         prop, why = invalid[0]
         err = exception.InvalidImageTrait(property=nit_traits.quote(prop),
                                           why=why)
         message = '%s. %s' % (err.message, _FIX)
-        if len(message) <= MAX_REASON:
+        if nit_decision.fits(message):
             return message
     names = [nit_traits.quote(prop) for prop, _why in invalid]
-    fixed = len('Image properties  and 999 more do not name valid traits. '
-                ) + len(_FIX_MANY)
+    fixed = len(('Image properties  and 999 more do not name valid traits. '
+                 + _FIX_MANY).encode('utf-8'))
     shown = [names[0]]
     for name in names[1:]:
-        if fixed + len(', '.join(shown + [name])) > MAX_REASON:
+        if fixed + len(', '.join(shown + [name]).encode('utf-8')) > (
+                nit_decision.MAX_REASON):
             break
         shown.append(name)
     listed = ', '.join(shown)

@@ -49,11 +49,18 @@ _GROUP_PARAM = re.compile(r'^(resources|required|member_of|in_tree)(.*)$')
 def resource_query_from_request_spec(spec_obj):
     """Return the :class:`~nova_image_traits.flavor.ResourceQuery` of a boot.
 
-    It is what nova's scheduler sends at boot, built by nova's own
-    ``ResourceRequest.from_request_spec`` (flavor, extra specs, CPU
-    policies, memory encryption, vTPM, vPMEM, secure boot and the other
-    image properties nova translates) and read back from its
-    ``to_querystring()``, the public form of that request. The new image's
+    It is built by nova's own ``ResourceRequest.from_request_spec``, the
+    code the scheduler runs at boot (flavor, extra specs, CPU policies,
+    memory encryption, vTPM, vPMEM, secure boot and the other image
+    properties nova translates), and read back from its
+    ``to_querystring()``, the public form of that request. It lacks what
+    nova does not keep in the request spec or adds only when it schedules:
+    the groups of ports, accelerators and PCI devices
+    (``requested_resources`` is not persisted, and the conductor fills it
+    again only for an evacuation) and what request filters add
+    (``member_of``, ``COMPUTE_STATUS_DISABLED``). For a rebuild that is
+    what matters: those groups ask for other resource classes than the
+    unsuffixed group, and the server is not being placed anew. The new image's
     ``trait:<NAME>=required`` traits are left out: the strategies add them
     where nova does, to the unsuffixed group, and can also ask without
     them. ``in_tree`` and ``limit`` are the strategies' to set.

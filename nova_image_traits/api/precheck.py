@@ -32,11 +32,14 @@ the API and the conductor.
 
 Only ``POST /servers/{id}/action`` with a ``rebuild`` to an image other
 than the server's current one is looked at; everything else passes
-through untouched. Anything the pre-check cannot read (a missing server,
-a bad image reference, a volume-backed server) passes through, so that
-nova answers it as it always does. A refusal answers with nova's error
-document: ``400 badRequest`` when the image is not valid for this server
-(its traits are missing, forbidden by the flavor, malformed or too many),
+through untouched. So does a rebuild nova would refuse for its own
+reasons (the caller may not rebuild, the server is locked, busy or in a
+state that cannot be rebuilt, the image reference is not a UUID), and
+anything the pre-check cannot read (a missing server or image, a
+volume-backed server), so that nova answers it as it always does. A
+refusal answers with nova's error document: ``400 badRequest`` when the
+image is not valid for this server (its traits are missing, forbidden by
+the flavor, malformed or too many),
 ``409 conflictingRequest`` when it cannot be decided now (placement
 failed, or the strategy was inconclusive), so the user may retry.
 """
@@ -46,15 +49,19 @@ import json
 import re
 
 from oslo_log import log as logging
+from oslo_utils import uuidutils
 import webob
 import webob.dec
 
 from nova.api import wsgi as nova_wsgi
 from nova.compute import api as compute_api
+from nova.compute import vm_states
 import nova.conf
 from nova import context as nova_context
+from nova import exception as nova_exception
 from nova.image import glance
 from nova import objects
+from nova.policies import servers as server_policies
 
 from nova_image_traits import decision as nit_decision
 from nova_image_traits import engine
@@ -68,6 +75,9 @@ _FAULT_NAMES = {400: 'badRequest', 409: 'conflictingRequest'}
 #: Outcomes that say the image is wrong for this server; the others say
 #: the question cannot be answered now.
 _INVALID = frozenset([nit_decision.REJECT])
+#: The states nova's API rebuilds from (``check_instance_state``).
+_REBUILDABLE = frozenset([vm_states.ACTIVE, vm_states.STOPPED,
+                          vm_states.ERROR])
 
 
 class RebuildPrecheck(nova_wsgi.Middleware):
@@ -97,6 +107,27 @@ class RebuildPrecheck(nova_wsgi.Middleware):
         return _fault(code, decision.user_reason())
 
     @staticmethod
+    def _nova_would_rebuild(context, instance):
+        """Whether nova's own checks would let this rebuild through.
+
+        The same policy rule, and the state and lock checks of
+        ``nova.compute.api.API.rebuild``; the pre-check decides nothing
+        for a request nova refuses anyway, and tells a caller who may not
+        rebuild nothing about the host.
+        """
+        try:
+            context.can(server_policies.SERVERS % 'rebuild',
+                        target={'user_id': instance.user_id,
+                                'project_id': instance.project_id})
+        except nova_exception.Forbidden:
+            return False
+        if instance.locked and not context.is_admin:
+            return False
+        return (instance.vm_state in _REBUILDABLE and
+                instance.task_state is None and
+                bool(instance.image_ref) and bool(instance.host))
+
+    @staticmethod
     def _rebuild_target(req):
         """The server of a rebuild request, or None for anything else."""
         if req.method != 'POST':
@@ -121,8 +152,8 @@ class RebuildPrecheck(nova_wsgi.Middleware):
             return None
         finally:
             req.body_file.seek(0)
-        if not isinstance(image_href, str):
-            return None
+        if not uuidutils.is_uuid_like(image_href):
+            return None  # nova's schema refuses it
         if self._compute_api is None:
             self._compute_api = compute_api.API()
             self._image_api = glance.API()
@@ -132,14 +163,12 @@ class RebuildPrecheck(nova_wsgi.Middleware):
                 expected_attrs=['flavor', 'system_metadata'])
         except Exception:
             return None  # nova answers 404 or its own error
-        if not instance.image_ref or not instance.host:
-            # Volume-backed or not scheduled: nova's own rules apply.
+        if not self._nova_would_rebuild(context, instance):
             return None
-        image_id = image_href.rsplit('/', 1)[-1]
-        if image_id == instance.image_ref:
+        if image_href == instance.image_ref:
             return None  # nova checks nothing for the same image
         try:
-            image = self._image_api.get(context, image_id)
+            image = self._image_api.get(context, image_href)
         except Exception:
             return None  # nova reports the bad image itself
         image_meta = objects.ImageMeta.from_dict(image)

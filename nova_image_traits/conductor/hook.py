@@ -20,10 +20,11 @@ point in the conductor, so :func:`install` patches two methods of
   (not on an evacuate), inside the ``try`` that turns ``NoValidHost`` into
   an ERROR instance with its ``image_ref`` rolled back and a fault holding
   the reason. Ours asks :func:`nova_image_traits.engine.decide`.
-* ``rebuild_instance``, only wrapped to remember its ``orig_sys_metadata``
-  (the system metadata of the image being replaced) in a thread-local, so
-  the check can compare with the original image's traits, which nothing
-  else in the conductor still knows.
+* ``rebuild_instance``, wrapped to remember its ``orig_sys_metadata``
+  (the system metadata of the image being replaced) and request spec in a
+  thread-local, so the check can compare with the original image's traits
+  and restore them on a refusal (:mod:`.refusal`), and to end a refusal
+  there with one WARNING instead of a traceback.
 
 Nothing happens at import. The hook must be installed in the conductor
 process itself (``nova-image-traits-conductor``, see
@@ -69,6 +70,7 @@ from nova_image_traits.conductor import refusal
 from nova_image_traits import conf as nit_conf
 from nova_image_traits import engine
 from nova_image_traits import exception as nit_exception
+from nova_image_traits.i18n import _
 from nova_image_traits import nova_request
 
 LOG = logging.getLogger(__name__)
@@ -308,10 +310,11 @@ def _wrap_rebuild(original):
             return original(self, context, *args, **kwargs)
         except refusal.ImageTraitsRefused as e:
             # NOTE: nova has set the server to ERROR, rolled image_ref back
-            # and recorded the fault and the event. Finish the rollback and
-            # stop here: rebuild_instance is a cast, nobody waits for the
-            # exception, and oslo.messaging would log it as a traceback.
-            refusal.finish_rollback(self, context, instance, capture, e)
+            # and recorded the fault and the event; the check restored the
+            # rest. Stop here: rebuild_instance is a cast, nobody waits for
+            # the exception, and oslo.messaging would log a traceback.
+            refusal.log_refusal(instance, capture.image_ref,
+                                capture.orig_image_ref, e)
             return None
         finally:
             _LOCAL.capture = previous
@@ -339,11 +342,15 @@ def _is_volume_backed(context, instance, capture):
 def validate_image_traits_for_rebuild(self, context, instance, image_ref):
     """Our ``ComputeTaskManager._validate_image_traits_for_rebuild``.
 
-    :raises nova.exception.NoValidHost: when the rebuild is refused; nova
-        then sets the instance to ERROR, rolls back its ``image_ref`` and
-        records the reason as the instance fault
+    :raises nova.exception.NoValidHost: an
+        :class:`~nova_image_traits.conductor.refusal.ImageTraitsRefused`,
+        when the rebuild is refused, after the rest of the server is
+        returned to its current image; nova then sets the instance to
+        ERROR, rolls back its ``image_ref`` and records the reason as the
+        instance fault
     """
     conf = nova.conf.CONF
+    capture = _captured(instance, image_ref)
     try:
         image_meta = objects.ImageMeta.from_image_ref(
             context, self.image_api, image_ref)
@@ -353,7 +360,6 @@ def validate_image_traits_for_rebuild(self, context, instance, image_ref):
             LOG.debug('New image %s requires no traits; rebuild allowed.',
                       image_ref, instance=instance)
             return
-        capture = _captured(instance, image_ref)
         if capture is None:
             LOG.debug('The original image of the rebuild is unknown to the '
                       'image traits hook.', instance=instance)
@@ -381,13 +387,25 @@ def validate_image_traits_for_rebuild(self, context, instance, image_ref):
                         '[image_traits] on_placement_error=accept.',
                         instance=instance)
             return
-        raise refusal.ImageTraitsRefused(
-            reason='The image traits of the new image could not be checked '
-                   'because of an internal error.')
+        _refuse(context, instance, capture, _(
+            'The image traits of the new image could not be checked because '
+            'of an internal error.'))
 
     if decision.allowed:
         LOG.debug('Rebuild to image %(image)s allowed: %(reason)s',
                   {'image': image_ref, 'reason': decision.user_reason()},
                   instance=instance)
         return
-    raise refusal.ImageTraitsRefused(reason=decision.user_reason())
+    _refuse(context, instance, capture, decision.user_reason())
+
+
+def _refuse(context, instance, capture, reason):
+    # NOTE: restored here, while task_state is still REBUILDING: once
+    # nova's handler has set ERROR, another rebuild may already be on its
+    # way, and restoring after it would undo that one.
+    restored = ()
+    if capture is not None:
+        restored = refusal.restore(context, instance.uuid,
+                                   capture.orig_sys_metadata,
+                                   capture.orig_image_ref)
+    raise refusal.ImageTraitsRefused(restored=restored, reason=reason)

@@ -16,8 +16,10 @@ nova's own handler in ``ComputeTaskManager.rebuild_instance`` does what it
 always does with a refusal: the server goes to ERROR, its ``image_ref``
 is rolled back, and the reason is recorded as the instance fault and in
 the rebuild action's event, where ``server show`` and ``server event
-show`` display it. :func:`finish_rollback` then restores what nova leaves
-behind.
+show`` display it. Before raising it, :func:`restore` returns what nova's
+API changed and nova's handler does not roll back, while the server's
+task state is still ``rebuilding`` so that no other request can change it
+meanwhile.
 """
 
 from oslo_log import log as logging
@@ -32,78 +34,80 @@ LOG = logging.getLogger(__name__)
 class ImageTraitsRefused(exception.NoValidHost):
     """The image traits check refused the rebuild.
 
-    A ``NoValidHost``, so that nova's own handler in ``rebuild_instance``
-    sets the server to ERROR, rolls ``image_ref`` back and records the
-    reason as the fault and in the action event; the hook then finishes
-    the rollback (:func:`_finish_rollback`).
+    :ivar restored: what :func:`restore` returned to the current image
     """
 
+    def __init__(self, restored=(), **kwargs):
+        super().__init__(**kwargs)
+        self.restored = tuple(restored)
 
-def finish_rollback(manager, context, instance, capture, refusal):
-    """Return the server's image properties and request spec to its image.
 
-    Nova's API replaced the ``image_*`` system metadata and the
-    ``RequestSpec.image`` with the refused image before casting to the
-    conductor, and nova's handler only rolls ``image_ref`` back (nova bugs
-    1744325, 1746032). Left so, the next move would be scheduled with the
-    refused image's traits. ``context`` is targeted at the instance's cell
-    by ``rebuild_instance`` itself.
+#: Instance fields nova's API takes from the new image before the cast
+#: (``_inherit_properties_from_image``, kernel and ramdisk), and the image
+#: properties they come from.
+_INHERITED = (('os_type', 'os_type'), ('architecture', 'architecture'),
+              ('vm_mode', 'vm_mode'), ('kernel_id', 'kernel_id'),
+              ('ramdisk_id', 'ramdisk_id'))
+
+
+def restore(context, instance_uuid, orig_sys_metadata, orig_image_ref):
+    """Return the server to its current image after a refused rebuild.
+
+    Nova's API replaced the ``image_*`` system metadata, the fields it
+    inherits from the image and the ``RequestSpec.image`` with the refused
+    image before casting to the conductor, and nova's handler only rolls
+    ``image_ref`` back (nova bugs 1744325, 1746032). Left so, the next move
+    would be scheduled with the refused image's traits. Everything comes
+    from ``orig_sys_metadata``, the image as nova recorded it at boot.
+
+    ``context`` is the conductor's, which ``rebuild_instance`` has
+    targeted at the instance's cell.
+
+    :returns: the names of what was restored; nothing when
+        ``orig_sys_metadata`` is unknown, or when it fails (logged)
     """
-    uuid = capture.instance_uuid
-    orig_ref = capture.orig_image_ref
-    restored = []
+    if orig_sys_metadata is None:
+        return ()
+    orig_sys_metadata = dict(orig_sys_metadata)
+    image = nova_utils.get_image_from_system_metadata(orig_sys_metadata)
+    image['id'] = orig_image_ref
+    props = image.get('properties', {})
     try:
-        orig_sys_metadata = capture.orig_sys_metadata
-        if orig_sys_metadata is not None:
-            inst = objects.Instance.get_by_uuid(
-                context, uuid, expected_attrs=['system_metadata'])
-            prefix = nova_utils.SM_IMAGE_PROP_PREFIX
-            sysmeta = {k: v for k, v in inst.system_metadata.items()
-                       if not k.startswith(prefix)}
-            sysmeta.update({k: v for k, v in dict(orig_sys_metadata).items()
-                            if k.startswith(prefix)})
-            inst.system_metadata = sysmeta
-            inst.save()
-            restored.append('image properties')
-        spec = objects.RequestSpec.get_by_instance_uuid(context, uuid)
-        spec.image = _original_image_meta(manager, context, orig_ref,
-                                          orig_sys_metadata)
+        inst = objects.Instance.get_by_uuid(
+            context, instance_uuid, expected_attrs=['system_metadata'])
+        prefix = nova_utils.SM_IMAGE_PROP_PREFIX
+        sysmeta = {k: v for k, v in inst.system_metadata.items()
+                   if not k.startswith(prefix)}
+        sysmeta.update({k: v for k, v in orig_sys_metadata.items()
+                        if k.startswith(prefix)})
+        inst.system_metadata = sysmeta
+        for field, prop in _INHERITED:
+            value = props.get(prop)
+            if field in ('kernel_id', 'ramdisk_id'):
+                # NOTE: as nova's API does (_handle_kernel_and_ramdisk).
+                value = '' if value in (None, 'nokernel') else value
+            setattr(inst, field, value)
+        inst.save()
+        spec = objects.RequestSpec.get_by_instance_uuid(context,
+                                                        instance_uuid)
+        spec.image = objects.ImageMeta.from_dict(image)
         spec.save()
-        restored.append('request spec')
     except Exception:
-        LOG.exception('The rebuild to image %(image)s was refused, but the '
-                      'server\'s %(what)s could not be returned to image '
-                      '%(orig)s.',
-                      {'image': capture.image_ref, 'orig': orig_ref,
-                       'what': 'image properties and request spec'},
-                      instance=instance)
-        return
+        LOG.exception('The rebuild was refused, but the image properties '
+                      'and request spec of instance %(instance)s could not '
+                      'be returned to image %(image)s.',
+                      {'instance': instance_uuid, 'image': orig_image_ref})
+        return ()
+    return ('image properties', 'request spec')
+
+
+def log_refusal(instance, image_ref, orig_image_ref, refusal):
+    """The one WARNING a refused rebuild logs in the conductor."""
     LOG.warning('Rebuild to image %(image)s refused by the image traits '
                 'check: %(reason)s The server stays on image %(orig)s '
-                '(image_ref, %(restored)s restored) and is in ERROR until it '
+                '(image_ref%(restored)s restored) and is in ERROR until it '
                 'is rebuilt again or hard rebooted.',
-                {'image': capture.image_ref, 'orig': orig_ref,
+                {'image': image_ref, 'orig': orig_image_ref,
                  'reason': refusal.kwargs.get('reason', ''),
-                 'restored': ' and '.join(restored)}, instance=instance)
-
-
-def _original_image_meta(manager, context, image_ref, orig_sys_metadata):
-    """The ``ImageMeta`` of the image being kept, as the API built it.
-
-    From Glance, like the API did for the new image; from the system
-    metadata nova recorded at boot when Glance cannot give it (the image
-    was deleted since).
-    """
-    try:
-        return objects.ImageMeta.from_image_ref(context, manager.image_api,
-                                                image_ref)
-    except Exception as e:
-        if orig_sys_metadata is None:
-            raise
-        LOG.info('Cannot read image %(image)s from the image service '
-                 '(%(error)s); rebuilding its metadata from the server\'s '
-                 'system metadata.', {'image': image_ref, 'error': e})
-        image = nova_utils.get_image_from_system_metadata(
-            dict(orig_sys_metadata))
-        image['id'] = image_ref
-        return objects.ImageMeta.from_dict(image)
+                 'restored': ''.join(', ' + r for r in refusal.restored)},
+                instance=instance)

@@ -14,11 +14,16 @@ import itertools
 
 from nova_image_traits import decision
 from nova_image_traits.i18n import _
+from nova_image_traits import placement
 from nova_image_traits.strategies import base
 
 #: Above this many numbered groups sharing resource classes with the
 #: unsuffixed group, the split of the allocations is not searched.
 MAX_AMBIGUOUS_GROUPS = 6
+#: Above this many ways to place those groups, it is not searched either.
+MAX_SPLITS = 4096
+#: The trait placement gives the providers it shares through aggregates.
+SHARING_TRAIT = 'MISC_SHARES_VIA_AGGREGATE'
 
 
 def unsuffixed_holders(held, query):
@@ -44,11 +49,19 @@ def unsuffixed_holders(held, query):
     if not overlapping:
         return [frozenset(rp for rp, res in held.items()
                           if set(res) & wanted)]
-    if len(overlapping) > MAX_AMBIGUOUS_GROUPS:
+    # NOTE: each numbered group can only have come from a provider holding
+    # enough of every class it asks for.
+    options = [[rp for rp in sorted(held)
+                if all(held[rp].get(rc, 0) >= n
+                       for rc, n in g.resources.items())]
+               for g in overlapping]
+    count = 1
+    for opts in options:
+        count *= len(opts)
+    if len(overlapping) > MAX_AMBIGUOUS_GROUPS or not 0 < count <= MAX_SPLITS:
         return []
     found = set()
-    providers = sorted(held)
-    for choice in itertools.product(providers, repeat=len(overlapping)):
+    for choice in itertools.product(*options):
         left = {rp: dict(res) for rp, res in held.items()}
         fits = True
         for group, rp in zip(overlapping, choice):
@@ -79,6 +92,11 @@ class HeldProvidersStrategy(base.Strategy):
     when each trait is on one of them. Providers that serve only numbered
     groups, and providers the server does not hold, do not count.
 
+    Only the compute node's tree and sharing providers count, as in a
+    placement candidate: while a move is unfinished (an evacuation whose
+    source host is still down) the server may also hold allocations on
+    another compute node, whose traits say nothing about this one.
+
     Capacity plays no part, so a full host is judged like any other. The
     verdict is inconclusive only when placement holds no allocations for
     the server, when none of them serves the unsuffixed group, or when
@@ -87,9 +105,14 @@ class HeldProvidersStrategy(base.Strategy):
 
     Requests: ``GET /allocations/{server}``, then the traits of each
     provider serving the unsuffixed group, the compute node first,
-    stopping as soon as every trait is found: two in the common case, one
-    more for each further provider the unsuffixed group is spread over.
-    None of it depends on the size of the tree or of the cloud.
+    stopping as soon as every trait is found: two requests when the compute
+    node serves the whole group, three when it spans two providers. Only
+    when the allocations cannot be one placement candidate (the compute
+    node holds nothing, or a class is held twice, as an unfinished move
+    does) and a trait is found on a nested provider, one more:
+    ``GET /resource_providers?in_tree=<node>``, to check that the provider
+    belongs to this compute node. None of it depends on the size of the
+    cloud.
     """
 
     name = 'held_providers'
@@ -111,9 +134,18 @@ class HeldProvidersStrategy(base.Strategy):
                 detail=('no allocation of the server can be told to serve '
                         'the unsuffixed request group'))
         root = ctx.request.compute_node_uuid
-        traits = {}
-        verdicts = [self._judge(ctx, split, root, traits) for split in splits]
-        consulted = tuple(traits)
+        # NOTE: in one placement candidate each unsuffixed class comes from
+        # one provider, and every provider but sharing ones is in the tree
+        # of the compute node when the compute node holds a part. Only when
+        # the allocations cannot be one candidate (an unfinished move holds
+        # them twice, or the node holds nothing) is the tree asked for.
+        wanted = set(self.resource_query(ctx).unsuffixed.resources)
+        held_twice = any(sum(1 for res in held.values() if res.get(rc))
+                         > 1 for rc in wanted)
+        state = {'traits': {}, 'tree': None,
+                 'anchored': root in held and not held_twice}
+        verdicts = [self._judge(ctx, split, root, state) for split in splits]
+        consulted = tuple(state['traits'])
         outcomes = {v.outcome for v in verdicts}
         if outcomes == {decision.ACCEPT}:
             return decision.Verdict(decision.ACCEPT, providers=consulted)
@@ -127,14 +159,35 @@ class HeldProvidersStrategy(base.Strategy):
             detail=('%d ways the allocations could split between the '
                     'request groups disagree' % len(splits)))
 
-    def _judge(self, ctx, split, root, traits):
+    def _judge(self, ctx, split, root, state):
         missing = set(ctx.required)
         for rp in sorted(split, key=lambda u: (u != root, u)):
             if not missing:
                 break
-            if rp not in traits:
-                traits[rp] = self.provider_traits(ctx, rp)
-            missing -= traits[rp]
+            traits = state['traits'].get(rp)
+            if traits is None:
+                traits = state['traits'][rp] = self.provider_traits(ctx, rp)
+            found = missing & traits
+            if (found and rp != root and not state['anchored'] and
+                    SHARING_TRAIT not in traits and
+                    rp not in self._tree(ctx, root, state)):
+                # NOTE: another compute node's provider, held while a move
+                # is unfinished: not what the rebuilt server will use.
+                continue
+            missing -= found
         return decision.Verdict(
             decision.REJECT if missing else decision.ACCEPT,
             missing=frozenset(missing))
+
+    @staticmethod
+    def _tree(ctx, root, state):
+        """The UUIDs of the compute node's tree (one request, once)."""
+        if state['tree'] is None:
+            url = '/resource_providers'
+            body = ctx.placement.get(url, [('in_tree', root)],
+                                     version='1.14')
+            found = placement.require(body.get('resource_providers'), list,
+                                      url, 'resource_providers')
+            state['tree'] = frozenset(
+                str(rp.get('uuid')) for rp in found if isinstance(rp, dict))
+        return state['tree']

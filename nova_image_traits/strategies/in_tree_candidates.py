@@ -124,6 +124,15 @@ class InTreeCandidatesStrategy(base.Strategy):
         if match is not None:
             return decision.Verdict(
                 decision.ACCEPT, providers=tuple(sorted(match['allocations'])))
+        if len(body['allocation_requests']) >= CANDIDATE_LIMIT:
+            # NOTE: a held candidate may be past the limit (or past
+            # placement's own max_allocation_candidates): a second query
+            # finding one would wrongly say the traits are missing.
+            return decision.Verdict(
+                decision.INCONCLUSIVE, providers=tuple(sorted(held)),
+                detail=('at least %d candidates on this host with the image '
+                        'traits and none on the providers the server holds'
+                        % CANDIDATE_LIMIT))
 
         body, match = self._held_candidate(session, query, root, held,
                                            frozenset(), version)
@@ -131,7 +140,7 @@ class InTreeCandidatesStrategy(base.Strategy):
             many = len(body['allocation_requests']) >= CANDIDATE_LIMIT
             return decision.Verdict(
                 decision.INCONCLUSIVE, providers=tuple(sorted(held)),
-                detail=('over %d candidates on this host and none on the '
+                detail=('at least %d candidates on this host and none on the '
                         'providers the server holds' % CANDIDATE_LIMIT
                         if many else
                         'no allocation candidate on the providers the '

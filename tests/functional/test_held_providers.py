@@ -211,3 +211,28 @@ class TestEveryUnknownTraitNamed(HeldProvidersTestBase):
             for name in unknown:
                 self.assertIn(name, result.user_reason(), strategy)
             self.assertLessEqual(result.requests, 4, strategy)
+
+
+class TestUnfinishedMove(HeldProvidersTestBase):
+    """An evacuated server still holds its dead source host's resources."""
+
+    def test_traits_of_the_other_compute_node_do_not_count(self):
+        here = self.host([dict(name='gpu-%s' % uuid.uuid4().hex[:6],
+                               inventory={'VGPU': 2})])
+        there = self.host([dict(name='gpu-%s' % uuid.uuid4().hex[:6],
+                                inventory={'VGPU': 2}, traits=[T4])])
+        self.builder.set_traits(there.uuid, ['HW_CPU_X86_SSE42', A100])
+        res = {'VCPU': 1, 'MEMORY_MB': 512, 'DISK_GB': 1}
+        self.allocate({here.uuid: dict(res),
+                       list(here.children.values())[0]: {'VGPU': 1},
+                       there.uuid: dict(res),
+                       list(there.children.values())[0]: {'VGPU': 1}})
+        for trait in (A100, T4):
+            result = self.decide(here.uuid, 'held_providers', trait=trait,
+                                 flavor=VGPU_FLAVOR)
+            self.assertEqual(R, result.outcome, trait)
+            self.assertEqual({trait}, set(result.missing))
+        # Nova's own rule counts every allocated provider.
+        result = self.decide(here.uuid, 'allocation_traits', trait=A100,
+                             flavor=VGPU_FLAVOR)
+        self.assertEqual(A, result.outcome)

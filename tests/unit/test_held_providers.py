@@ -26,7 +26,10 @@ CHILD = fakes.CHILD
 SHARING = fakes.SHARING
 GOLD = 'CUSTOM_GOLD'
 BLUE = 'CUSTOM_BLUE'
+OTHER = 'bbbbbbbb-0000-4000-8000-000000000004'
 ALLOCATIONS = '/allocations/%s' % fakes.INSTANCE
+SHARES = held_providers.SHARING_TRAIT
+TREE = ('/resource_providers', (('in_tree', fakes.ROOT),))
 
 
 def _traits(uuid):
@@ -108,6 +111,7 @@ def _session(held, traits):
         rp: {'resources': res} for rp, res in held.items()}}}
     for rp, names in traits.items():
         bodies[(_traits(rp), ())] = {'traits': list(names)}
+    bodies[TREE] = {'resource_providers': [{'uuid': ROOT}, {'uuid': CHILD}]}
     return fakes.ScriptedSession(bodies)
 
 
@@ -133,9 +137,10 @@ class HeldProvidersTest(base.TestCase):
         verdict, session = self.evaluate(
             [GOLD], {ROOT: {'VCPU': 2, 'MEMORY_MB': 1024},
                      SHARING: {'DISK_GB': 10}},
-            {ROOT: [], SHARING: [GOLD]})
+            {ROOT: [], SHARING: [GOLD, SHARES]})
         self.assertEqual(decision.ACCEPT, verdict.outcome)
         self.assertEqual((ROOT, SHARING), verdict.providers)
+        # A sharing provider needs no check of the tree.
         self.assertEqual(3, session.requests)
 
     def test_root_first_then_stop(self):
@@ -170,7 +175,35 @@ class HeldProvidersTest(base.TestCase):
             [GOLD, BLUE], {ROOT: {'VCPU': 2}, CHILD: {'VGPU': 1}},
             {ROOT: [BLUE], CHILD: [GOLD]}, query)
         self.assertEqual(decision.ACCEPT, verdict.outcome)
+        # One candidate anchored on the compute node: no tree request.
         self.assertEqual(3, session.requests)
+
+    def test_a_node_holding_nothing_asks_for_the_tree(self):
+        query = _query(('', {'VCPU': 2, 'MEMORY_MB': 1024}))
+        verdict, session = self.evaluate(
+            [GOLD], {CHILD: {'VCPU': 2, 'MEMORY_MB': 1024}},
+            {CHILD: [GOLD]}, query)
+        self.assertEqual(decision.ACCEPT, verdict.outcome)
+        self.assertEqual(3, session.requests)
+        self.assertIn(TREE[0], [c[0] for c in session.calls])
+
+    def test_another_compute_node_held_during_a_move_does_not_count(self):
+        # An evacuated server whose source host is still down holds its
+        # allocations there too; that node's traits say nothing here.
+        verdict, session = self.evaluate(
+            [GOLD], {ROOT: {'VCPU': 2, 'MEMORY_MB': 1024, 'DISK_GB': 10},
+                     OTHER: {'VCPU': 2, 'MEMORY_MB': 1024, 'DISK_GB': 10}},
+            {ROOT: [], OTHER: [GOLD]})
+        self.assertEqual(decision.REJECT, verdict.outcome)
+        self.assertEqual(frozenset([GOLD]), verdict.missing)
+        self.assertEqual(1, [c[0] for c in session.calls].count(TREE[0]))
+
+    def test_no_tree_request_when_the_root_has_everything(self):
+        verdict, session = self.evaluate(
+            [GOLD], {ROOT: {'VCPU': 2, 'MEMORY_MB': 1024},
+                     SHARING: {'DISK_GB': 10}}, {ROOT: [GOLD]})
+        self.assertEqual(decision.ACCEPT, verdict.outcome)
+        self.assertEqual(2, session.requests)
 
     def test_no_allocations(self):
         verdict, session = self.evaluate([GOLD], {}, {})
@@ -187,7 +220,7 @@ class HeldProvidersTest(base.TestCase):
         verdict, _s = self.evaluate(
             [GOLD], {ROOT: {'VCPU': 2}, CHILD: {'VCPU': 2}},
             {ROOT: [GOLD], CHILD: [GOLD]}, query)
-        self.assertEqual(decision.ACCEPT, verdict.outcome)
+        self.assertEqual(decision.ACCEPT, verdict.outcome, verdict.detail)
 
     def test_ambiguous_split_that_disagrees(self):
         query = _query(('', {'VCPU': 2}), ('1', {'VCPU': 2}))

@@ -504,3 +504,23 @@ class InTreeCandidatesTest(base.TestCase):
         session = fakes.ScriptedSession(default=_with_held(lambda p, q: body))
         self.assertRaises(exception.PlacementMalformedResponse,
                           self.strategy.evaluate, _ctx([GOLD], session))
+
+
+class InTreeCandidatesLimitTest(base.TestCase):
+
+    strategy = strategies.load('in_tree_candidates')
+
+    def test_a_cut_first_answer_is_inconclusive_not_a_refusal(self):
+        others = [_candidate({'': [CHILD]}, allocations=(CHILD,))
+                  for _i in range(in_tree_candidates.CANDIDATE_LIMIT)]
+        with_traits = _candidates(*others, **{CHILD: [GOLD]})
+        without = _candidates(_candidate({'': [ROOT]}), **{ROOT: []})
+
+        def answer(path, params):
+            required = dict(params).get('required', '')
+            return with_traits if GOLD in required else without
+        session = fakes.ScriptedSession(default=_with_held(answer))
+        verdict = self.strategy.evaluate(_ctx([GOLD], session))
+        self.assertEqual(decision.INCONCLUSIVE, verdict.outcome)
+        self.assertIn('at least', verdict.detail)
+        self.assertEqual(2, session.requests)

@@ -241,12 +241,14 @@ class ImageTraitsTestBase(HarnessMixin,
         self.assertEqual(200, resp.status, resp.body)
         return sibling
 
-    def create_image(self, required=(), forbidden=(), name=None):
+    def create_image(self, required=(), forbidden=(), name=None,
+                     **properties):
         """Create an image in nova's fake glance.
 
         :param required: traits to set as ``trait:<NAME>=required``
         :param forbidden: traits to set as ``trait:<NAME>=forbidden`` (nova
             ignores that value on images)
+        :param properties: more image properties
         :returns: the image id
         """
         image = copy.deepcopy(self.glance.image1)
@@ -256,6 +258,7 @@ class ImageTraitsTestBase(HarnessMixin,
         props = dict(image.get('properties', {}))
         props.update({'trait:%s' % t: 'required' for t in required})
         props.update({'trait:%s' % t: 'forbidden' for t in forbidden})
+        props.update(properties)
         image['properties'] = props
         self.glance.create(None, image)
         return image_id

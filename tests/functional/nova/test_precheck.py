@@ -98,7 +98,9 @@ class APIPrecheckTest(base.ImageTraitsTestBase):
     def test_user_and_admin_read_the_same_reason(self):
         image = self.create_image(required=[ABSENT[0]])
         reasons = []
-        for api in (self.api, self.admin_api):
+        # NOTE: this harness's self.api is an admin too.
+        self.assertNotIn('admin', self.api_fixture.api.roles)
+        for api in (self.api_fixture.api, self.admin_api):
             resp = self._rebuild_refused(image, api=api)
             self.assertEqual(400, resp.status_code)
             reasons.append(resp.json()['badRequest']['message'])
@@ -118,6 +120,20 @@ class APIPrecheckTest(base.ImageTraitsTestBase):
         server = self.rebuild(self.server, self.old_image)
         self.assertEqual('ACTIVE', server['status'])
         self._reboot_server(server, hard=True)
+
+    def test_requests_nova_refuses_anyway_pass_through(self):
+        image = self.create_image(required=ABSENT)
+        # A server its member locked: nova's own 409, not the pre-check's.
+        user = self.api_fixture.api
+        user.post_server_action(self.server['id'], {'lock': {}})
+        resp = self._rebuild_refused(image, api=user)
+        self.assertEqual(409, resp.status_code, resp.text)
+        self.assertIn('locked', resp.text)
+        user.post_server_action(self.server['id'], {'unlock': None})
+        # Not a UUID: nova's schema answers.
+        resp = self._rebuild_refused('http://glance/images/%s' % image)
+        self.assertEqual(400, resp.status_code, resp.text)
+        self.assertNotIn(ABSENT[0], resp.text)
 
     def test_placement_down_follows_on_placement_error(self):
         image = self.create_image(required=[GOLD])

@@ -42,7 +42,9 @@ class RefusedRebuildRollbackTest(base.ImageTraitsTestBase):
         self.placement.put('/traits/%s' % ABSENT, None, version='1.6')
         self.flavor = self.create_flavor()
         self.old_image = self.create_image()
-        self.new_image = self.create_image(required=[ABSENT])
+        self.new_image = self.create_image(required=[ABSENT],
+                                           os_type='windows',
+                                           architecture='aarch64')
         server = self.boot(self.flavor, self.old_image)
         self.before = self._read_back(server)
         self.server = self.rebuild(server, self.new_image)
@@ -69,6 +71,8 @@ class RefusedRebuildRollbackTest(base.ImageTraitsTestBase):
         spec = objects.RequestSpec.get_by_instance_uuid(ctxt, server['id'])
         return {
             'image_ref': inst.image_ref,
+            'inherited': (inst.os_type, inst.architecture, inst.vm_mode,
+                          inst.kernel_id, inst.ramdisk_id),
             'image_sysmeta': {k: v for k, v in inst.system_metadata.items()
                               if k.startswith('image_')},
             'spec_image': spec.image.id,
@@ -76,7 +80,7 @@ class RefusedRebuildRollbackTest(base.ImageTraitsTestBase):
                 'traits_required', [])),
         }
 
-    def test_nothing_of_the_refused_image_is_left(self):
+    def test_image_properties_and_request_spec_return(self):
         self.assertEqual('ERROR', self.server['status'])
         self.assertEqual(self.old_image, self.server['image']['id'])
         after = self._read_back(self.server)
@@ -107,7 +111,8 @@ class RefusedRebuildRollbackTest(base.ImageTraitsTestBase):
         logs = self.stdlog.logger.output
         self.assertNotIn('Exception during message handling', logs)
         self.assertEqual(1, logs.count('refused by the image traits check'))
-        self.assertIn('image properties and request spec restored', logs)
+        self.assertIn('(image_ref, image properties, request spec restored)',
+                      logs)
 
     def test_a_later_move_uses_the_original_image(self):
         # The user recovers with a hard reboot; the refused image's trait is
