@@ -25,6 +25,7 @@ from cliff import commandmanager
 
 from nova_image_traits import cli
 from nova_image_traits.cli import audit
+from nova_image_traits.cli import audit_images
 from nova_image_traits.cli import check
 from nova_image_traits.cli import simulate
 
@@ -33,6 +34,7 @@ COMMANDS = {
     'simulate': simulate.Simulate,
     'check': check.Check,
     'audit': audit.Audit,
+    'audit images': audit_images.AuditImages,
 }
 
 #: Console log level per ``-q``/``-v`` count. Decision lines are INFO.

@@ -81,8 +81,8 @@ class HarnessAuth(ks_plugin.BaseAuthPlugin):
             discover_versions=discover_versions, **kwargs)
 
 
-class CheckAuditTest(base.ImageTraitsTestBase):
-    """Real servers on two nested hosts, judged by the commands."""
+class CLITestBase(base.ImageTraitsTestBase):
+    """Two nested hosts, and the commands run against them."""
 
     def setUp(self):
         super().setUp()
@@ -129,6 +129,10 @@ class CheckAuditTest(base.ImageTraitsTestBase):
         """
         self.assertEqual(set(), {m for m, _u in self.sent} - {'GET'})
         return len([u for _m, u in self.sent if u])
+
+
+class CheckAuditTest(CLITestBase):
+    """Real servers on two nested hosts, judged by the commands."""
 
     # -- check -----------------------------------------------------------
 
