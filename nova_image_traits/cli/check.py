@@ -81,6 +81,10 @@ def connect(app, parsed_args):
         return app.connection
     import openstack.config
     import openstack.connection
+    before = getattr(app.options, 'os_cloud', None)
+    if before and not getattr(parsed_args, 'os_cloud', None):
+        # The cloud was named before the command.
+        parsed_args.os_cloud = before
     region = openstack.config.OpenStackConfig().get_one(argparse=parsed_args)
     return openstack.connection.Connection(config=region,
                                            app_name='nova-image-traits')
