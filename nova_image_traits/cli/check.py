@@ -31,6 +31,7 @@ from cliff import lister
 from oslo_log import log as logging
 
 from nova_image_traits import cli
+from nova_image_traits import decision as nit_decision
 from nova_image_traits import exception
 from nova_image_traits import flavor as nit_flavor
 from nova_image_traits import placement
@@ -229,16 +230,38 @@ class Cloud(object):
             image_id=image_id)
 
 
+#: Exit codes of ``check``.
+EXIT_ACCEPT = 0
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+EXIT_REFUSE = 3
+#: The outcome shown for a rebuild with the server's current image.
+NOT_CHECKED = 'not checked'
+
+
 class Check(cli.CommandMixin, lister.Lister):
     """Show the decisions a rebuild of SERVER with IMAGE would get.
 
     Reads the server, its flavor, its compute node's provider and both
     images, then runs each strategy against the cloud's placement. Nothing
-    is rebuilt or changed. Needs an administrator.
+    is rebuilt or changed. Needs an administrator. A rebuild with the
+    server's current image is not checked, as nova checks nothing then.
+    Exit codes: 0 every strategy shown accepts (or the image is the
+    current one), 3 at least one refuses, 1 the cloud could not be read
+    or a decision ended in an error, 2 bad input.
     """
 
     COLUMNS = ('Strategy', 'Outcome', 'Allowed', 'Fallback', 'Required',
-               'Missing', 'Requests', 'Reason')
+               'Missing', 'Requests', 'Cause', 'Detail', 'Reason')
+
+    def run(self, parsed_args):
+        self.refused = self.errors = 0
+        result = super().run(parsed_args)
+        if result == 0 and self.errors:
+            return EXIT_ERROR
+        if result == 0 and self.refused:
+            return EXIT_REFUSE
+        return result
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
@@ -264,6 +287,14 @@ class Check(cli.CommandMixin, lister.Lister):
                 'a host, or the caller is not an administrator'
                 % target.server_id)
         image_id, props = cloud.image(parsed_args.image)
+        if image_id == target.image_id:
+            # NOTE: nova's conductor checks image traits only when the
+            # image changes (orig_image_ref != image_ref).
+            reason = ('not checked: same image (a rebuild with the '
+                      "server's current image is not checked by nova)")
+            return self.COLUMNS, [
+                (name, NOT_CHECKED, True, '-', '-', '-', 0, 'same-image',
+                 '-', reason) for name in names]
         original = None
         if target.image_id:
             try:
@@ -281,7 +312,12 @@ class Check(cli.CommandMixin, lister.Lister):
         for name in names:
             d = cli.decide(request, conf, cloud.client, name,
                            parsed_args.fallback_strategy)
+            if d.outcome == nit_decision.ERROR:
+                self.errors += 1
+            elif not d.allowed:
+                self.refused += 1
             rows.append((d.strategy, d.outcome, d.allowed, d.fallback or '-',
                          cli.join(d.required), cli.join(d.missing),
-                         d.requests, d.user_reason()))
+                         d.requests, d.cause or '-', d.detail or '-',
+                         d.user_reason()))
         return self.COLUMNS, rows

@@ -149,7 +149,8 @@ class CheckAuditTest(CLITestBase):
         rc, rows, err = self.cli_json('check', server['id'], '--image', image,
                                       '--strategy', 'all')
 
-        self.assertEqual(0, rc, err)
+        # Some strategies refuse: exit code 3.
+        self.assertEqual(3, rc, err)
         by = {r['Strategy']: r for r in rows}
         self.assertEqual(
             {'held_providers': 'reject', 'reject': 'reject',
@@ -159,6 +160,10 @@ class CheckAuditTest(CLITestBase):
         self.assertEqual(GOLD, by['root_traits']['Missing'])
         self.assertEqual(GOLD, by['root_traits']['Required'])
         self.assertIn('root_traits', by['root_traits']['Reason'])
+        # The cause and the detail are shown without -v.
+        self.assertEqual('traits-missing', by['root_traits']['Cause'])
+        self.assertIn('Detail', by['root_traits'])
+        self.assertEqual('-', by['tree_traits']['Cause'])
         self.assertEqual(0, by['reject']['Requests'])
         self.assertGreater(by['tree_traits']['Requests'], 0)
         # Read-only: one provider lookup and the decisions, all GETs.
@@ -194,6 +199,31 @@ class CheckAuditTest(CLITestBase):
         self.assertEqual(['held_providers'],
                          [r['Strategy'] for r in rows])
         self.assertEqual('accept', rows[0]['Outcome'])
+
+    def test_check_same_image_is_not_checked(self):
+        self.set_traits(self.root1, [])
+        image = self.create_image(required=[AVX2])
+        server = self.boot(self.small, self.glance.image1['id'],
+                           host='host1')
+        # The current image would fail every strategy but is not judged.
+        self.glance.update(None, self.glance.image1['id'], {
+            'properties': {'trait:%s' % AVX2: 'required'}})
+        del self.sent[:]
+
+        rc, rows, err = self.cli_json('check', server['id'], '--image',
+                                      self.glance.image1['id'])
+
+        self.assertEqual(0, rc, err)
+        self.assertEqual([('held_providers', 'not checked', True)],
+                         [(r['Strategy'], r['Outcome'], r['Allowed'])
+                          for r in rows])
+        self.assertIn('not checked: same image', rows[0]['Reason'])
+        self.assertEqual(0, self.placement_gets())
+
+        rc, rows, err = self.cli_json('check', server['id'], '--image',
+                                      image, '--strategy', 'root_traits')
+        self.assertEqual(3, rc, err)
+        self.assertEqual('reject', rows[0]['Outcome'])
 
     def test_check_unknown_server_fails_cleanly(self):
         rc, out, err = self.cli('check', 'no-such-server', '--image',
