@@ -86,7 +86,7 @@ class Audit(cli.CommandMixin, lister.Lister):
                  '(default 100; 0 for none)')
         cli.add_strategy_options(
             parser, 'the configured [image_traits] strategy')
-        cli.add_config_option(parser)
+        cli.add_config_option(parser, search=True)
         check.add_cloud_options(parser, self.app.argv)
         return parser
 
@@ -98,17 +98,24 @@ class Audit(cli.CommandMixin, lister.Lister):
         return result
 
     def take_action(self, parsed_args):
-        conf = cli.load_conf(parsed_args.config_file)
+        conf = cli.load_conf(parsed_args.config_file,
+                             parsed_args.config_dir, search=True)
         if parsed_args.fallback_strategy:
             conf.set_override('fallback_strategy',
                               parsed_args.fallback_strategy, 'image_traits')
         names = cli.selected_strategies(parsed_args, conf)
+        self.app.stderr.write('audit: %s\n' % cli.describe_conf(conf))
         cloud = check.Cloud(check.connect(self.app, parsed_args), conf,
                             parsed_args.image_source)
         cloud.client = prefetch.CachingClient(cloud.client)
         per_server = not all(cli.can_share(n, conf) for n in names)
         started = time.monotonic()
         nodes = collections.defaultdict(list)
+        if parsed_args.host:
+            try:
+                cloud.check_host(parsed_args.host)
+            except check.LookupFailed as e:
+                raise cli.UsageError(str(e))
         for server in cloud.servers(parsed_args.host):
             nodes[(server.compute_host or '', server.hypervisor_hostname or
                    '')].append(server)

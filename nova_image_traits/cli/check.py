@@ -128,6 +128,13 @@ class Cloud(object):
             if host is None or server.compute_host == host:
                 yield server
 
+    def check_host(self, host):
+        """Raise :class:`LookupFailed` unless ``host`` runs nova-compute."""
+        services = list(self.conn.compute.services(binary='nova-compute',
+                                                   host=host))
+        if not [s for s in services if s.host == host]:
+            raise LookupFailed('No nova-compute service on host %s' % host)
+
     def target(self, server):
         """Return the :class:`Target` of an SDK server."""
         image = getattr(server.image, 'id', None) or None
@@ -271,13 +278,18 @@ class Check(cli.CommandMixin, lister.Lister):
                             help='The new image, name or ID')
         cli.add_strategy_options(
             parser, 'the configured [image_traits] strategy')
-        cli.add_config_option(parser)
+        cli.add_config_option(parser, search=True)
         add_cloud_options(parser, self.app.argv)
         return parser
 
     def take_action(self, parsed_args):
-        conf = cli.load_conf(parsed_args.config_file)
+        conf = cli.load_conf(parsed_args.config_file,
+                             parsed_args.config_dir, search=True)
+        if parsed_args.fallback_strategy:
+            conf.set_override('fallback_strategy',
+                              parsed_args.fallback_strategy, 'image_traits')
         names = cli.selected_strategies(parsed_args, conf)
+        self.app.stderr.write('check: %s\n' % cli.describe_conf(conf))
         cloud = Cloud(connect(self.app, parsed_args), conf,
                       parsed_args.image_source)
         target = cloud.target(cloud.find_server(parsed_args.server))

@@ -190,6 +190,8 @@ class CheckAuditTest(CLITestBase):
                                       'avx2-image', '--config-file', f.name)
 
         self.assertEqual(0, rc, err)
+        self.assertIn('configuration: %s; strategy root_traits' % f.name,
+                      err)
         self.assertEqual([('root_traits', 'accept', True)],
                          [(r['Strategy'], r['Outcome'], r['Allowed'])
                           for r in rows])
@@ -306,3 +308,9 @@ class CheckAuditTest(CLITestBase):
         self.assertIn('3 servers on 1 nodes: 0 failed', err)
         self.assertNotIn('/resource_providers?name=host2',
                          [u for _m, u in self.sent])
+
+    def test_audit_unknown_host_is_an_error(self):
+        rc, out, err = self.cli('audit', '--host', 'hots1')
+        self.assertEqual(2, rc, err)
+        self.assertIn('No nova-compute service on host hots1', err)
+        self.assertEqual('', out)
