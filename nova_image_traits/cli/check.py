@@ -36,6 +36,7 @@ from nova_image_traits import exception
 from nova_image_traits import flavor as nit_flavor
 from nova_image_traits import placement
 from nova_image_traits import request as nit_request
+from nova_image_traits import traits as nit_traits
 
 LOG = logging.getLogger(__name__)
 
@@ -91,6 +92,22 @@ def connect(app, parsed_args):
                                            app_name='nova-image-traits')
 
 
+class LazyClient(object):
+    """A placement client built the first time it is used.
+
+    :param factory: returns the real client
+    """
+
+    def __init__(self, factory):
+        self._factory = factory
+        self._client = None
+
+    def __getattr__(self, name):
+        if self._client is None:
+            self._client = self._factory()
+        return getattr(self._client, name)
+
+
 class Cloud(object):
     """Read servers, flavors, images and compute node providers.
 
@@ -103,7 +120,9 @@ class Cloud(object):
 
     def __init__(self, conn, conf, image_source='auto'):
         self.conn = conn
-        self.client = placement.PlacementClient(conn.placement)
+        #: Built on first use, so that a decision that needs no placement
+        #: (no traits, invalid names) works while placement is down.
+        self.client = LazyClient(self._placement_client)
         self._conf = conf
         if image_source == 'auto':
             image_source = 'image' if conn.has_service('image') else (
@@ -111,6 +130,33 @@ class Cloud(object):
         self.image_source = image_source
         self._images = {}
         self._nodes = {}
+
+    def _placement_client(self):
+        """A placement client, or one line naming placement and the error.
+
+        :raises LookupFailed: when openstacksdk cannot reach placement; its
+            own message ("... exists but does not have any supported
+            versions") hides the cause, so the endpoint is asked again
+        """
+        try:
+            return placement.PlacementClient(self.conn.placement)
+        except Exception as e:
+            try:
+                # NOTE: the catalog's URL, without version discovery.
+                url = self.conn.session.get_endpoint(
+                    service_type='placement',
+                    interface=self.conn.config.get_interface('placement'))
+            except Exception:
+                url = None
+            why = '%s: %s' % (type(e).__name__, e)
+            if url:
+                try:
+                    resp = self.conn.session.get(url, raise_exc=False)
+                    why = 'HTTP %s from GET %s' % (resp.status_code, url)
+                except Exception as probe:
+                    why = '%s: %s' % (type(probe).__name__, probe)
+            raise LookupFailed('Placement is unreachable at %s: %s' % (
+                url or '(no endpoint in the catalog)', why))
 
     def find_server(self, name_or_id):
         """Return the SDK server ``name_or_id``, in any project."""
@@ -226,11 +272,17 @@ class Cloud(object):
             image = images[0]
         return image['id'], dict(image.get('metadata') or {})
 
-    def request(self, target, image_props, original_props, image_id):
-        """The :class:`RebuildRequest` for ``target`` and an image."""
+    def request(self, target, image_props, original_props, image_id,
+                lookup=True):
+        """The :class:`RebuildRequest` for ``target`` and an image.
+
+        :param lookup: whether to look up the node's provider; a request
+            for an image that requires no valid trait needs none
+        """
         return nit_request.RebuildRequest(
             instance_uuid=target.server_id,
-            compute_node_uuid=self.node_provider(target.node),
+            compute_node_uuid=self.node_provider(target.node) if lookup
+            else None,
             image_properties=image_props, flavor=target.flavor,
             original_image_properties=original_props,
             is_volume_backed=target.volume_backed, host=target.host,
@@ -315,7 +367,10 @@ class Check(cli.CommandMixin, lister.Lister):
                 # The reject strategy then judges by the flavor alone.
                 LOG.warning('Cannot read the current image of server '
                             '%(s)s: %(e)s', {'s': target.server_id, 'e': e})
-        request = cloud.request(target, props, original, image_id)
+        wanted = nit_traits.image_traits(props)
+        request = cloud.request(target, props, original, image_id,
+                                lookup=bool(wanted.required and
+                                            not wanted.invalid))
         LOG.info('Checking a rebuild of server %(s)s on %(h)s (node %(n)s, '
                  'provider %(rp)s) with image %(i)s',
                  {'s': target.server_id, 'h': target.host, 'n': target.node,

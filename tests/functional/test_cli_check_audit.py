@@ -37,6 +37,7 @@ session; everything they do goes over (intercepted) HTTP.
 import io
 import json
 import os
+import socket
 import tempfile
 
 from keystoneauth1 import plugin as ks_plugin
@@ -314,3 +315,33 @@ class CheckAuditTest(CLITestBase):
         self.assertEqual(2, rc, err)
         self.assertIn('No nova-compute service on host hots1', err)
         self.assertEqual('', out)
+
+    def test_check_with_placement_down(self):
+        sock = socket.socket()
+        sock.bind(('127.0.0.1', 0))
+        closed = 'http://127.0.0.1:%d/' % sock.getsockname()[1]
+        sock.close()
+        session = ks_session.Session(auth=HarnessAuth({
+            'compute': self.api_fixture.base_url, 'placement': closed}))
+        self.conn = openstack.connection.Connection(session=session)
+        self.addCleanup(self.conn.close)
+        server = self.boot(self.small, self.glance.image1['id'],
+                           host='host1')
+        plain = self.create_image()
+        gold = self.create_image(required=[GOLD])
+
+        # An image that requires no trait needs no placement.
+        rc, rows, err = self.cli_json('check', server['id'], '--image',
+                                      plain)
+        self.assertEqual(0, rc, err)
+        self.assertEqual('accept', rows[0]['Outcome'])
+
+        rc, out, err = self.cli('check', server['id'], '--image', gold)
+        self.assertEqual(1, rc, err)
+        self.assertEqual('', out)
+        lines = [line for line in err.splitlines()
+                 if not line.startswith('check: configuration')]
+        self.assertEqual(1, len(lines), err)
+        self.assertIn('Placement is unreachable at %s' % closed, lines[0])
+        self.assertIn('onnect', lines[0])
+        self.assertNotIn('supported versions', err)
