@@ -144,8 +144,16 @@ class Audit(cli.CommandMixin, lister.Lister):
             if target.volume_backed:
                 return self._skip(server, names,
                                   'boots from a volume: no image to check')
-            image_id, props = cloud.image(target.image_id)
+            try:
+                image_id, props = cloud.image(target.image_id)
+            except check.ImageNotFound:
+                return self._skip(server, names, 'its image %s was deleted: '
+                                  'nothing to compare with'
+                                  % target.image_id)
             request = cloud.request(target, props, props, image_id)
+        except check.ServiceUnavailable:
+            # NOTE: every further server would fail the same way.
+            raise
         except Exception as e:
             # NOTE: one unreadable server must not end a long audit; it is
             # reported as an error row and makes the exit code 1.

@@ -49,6 +49,14 @@ class LookupFailed(Exception):
     """Something the command needs could not be read from the cloud."""
 
 
+class ImageNotFound(LookupFailed):
+    """The image service answered: there is no such image."""
+
+
+class ServiceUnavailable(LookupFailed):
+    """A service did not answer; every further request would fail too."""
+
+
 Target = collections.namedtuple('Target', [
     'server_id', 'name', 'host', 'node', 'flavor', 'image_id',
     'volume_backed'])
@@ -90,6 +98,20 @@ def connect(app, parsed_args):
     region = openstack.config.OpenStackConfig().get_one(argparse=parsed_args)
     return openstack.connection.Connection(config=region,
                                            app_name='nova-image-traits')
+
+
+def _check_image_api(resp, name_or_id, found=True):
+    """Raise :class:`ServiceUnavailable` unless ``resp`` is a 404.
+
+    :param found: whether a 404 is acceptable (a name, not an ID)
+    """
+    if found and resp.status_code == 404:
+        return
+    raise ServiceUnavailable(
+        "Nova's image API (GET %s, compute microversion %s) answered HTTP "
+        '%s for image %s: the image service may be down' % (
+            urllib.parse.urlsplit(resp.request.url).path,
+            IMAGE_PROXY_VERSION, resp.status_code, name_or_id))
 
 
 class LazyClient(object):
@@ -236,17 +258,31 @@ class Cloud(object):
     def image(self, name_or_id):
         """Return ``(id, properties)`` of an image; cached."""
         if name_or_id not in self._images:
-            if self.image_source == 'image':
-                found = self._from_image_service(name_or_id)
-            else:
-                found = self._from_compute(name_or_id)
+            try:
+                if self.image_source == 'image':
+                    found = self._from_image_service(name_or_id)
+                else:
+                    found = self._from_compute(name_or_id)
+            except ImageNotFound as e:
+                # Cached: a deleted image costs one lookup per audit.
+                self._images[name_or_id] = e
+                raise
             self._images[name_or_id] = self._images[found[0]] = found
-        return self._images[name_or_id]
+        found = self._images[name_or_id]
+        if isinstance(found, LookupFailed):
+            raise found
+        return found
 
     def _from_image_service(self, name_or_id):
-        image = self.conn.image.find_image(name_or_id, ignore_missing=True)
+        try:
+            image = self.conn.image.find_image(name_or_id,
+                                               ignore_missing=True)
+        except Exception as e:
+            raise ServiceUnavailable(
+                'The image service did not answer for image %s: %s: %s' % (
+                    name_or_id, type(e).__name__, e))
         if image is None:
-            raise LookupFailed('No image with name or ID %s' % name_or_id)
+            raise ImageNotFound('No image with name or ID %s' % name_or_id)
         return image.id, dict(image.properties or {})
 
     def _from_compute(self, name_or_id):
@@ -257,18 +293,21 @@ class Cloud(object):
         if resp.status_code == 200:
             image = resp.json()['image']
         else:
+            _check_image_api(resp, name_or_id)
             resp = compute.get('/images/detail?' + urllib.parse.urlencode(
                 {'name': name_or_id}), microversion=IMAGE_PROXY_VERSION,
                 raise_exc=False)
-            images = resp.json().get('images', []) if (
-                resp.status_code == 200) else []
+            if resp.status_code != 200:
+                _check_image_api(resp, name_or_id, found=False)
+            images = resp.json().get('images', [])
             # NOTE: filter again: not every image backend honours ?name=.
             images = [i for i in images if i.get('name') == name_or_id]
-            if len(images) != 1:
-                raise LookupFailed('%s image with name or ID %s (compute '
-                                   'image API, HTTP %s)' % (
-                                       'More than one' if images else 'No',
-                                       name_or_id, resp.status_code))
+            if len(images) > 1:
+                raise LookupFailed('More than one image with name %s '
+                                   "(nova's image API)" % name_or_id)
+            if not images:
+                raise ImageNotFound('No image with name or ID %s (nova\'s '
+                                    'image API)' % name_or_id)
             image = images[0]
         return image['id'], dict(image.get('metadata') or {})
 

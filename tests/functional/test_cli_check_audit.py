@@ -40,6 +40,7 @@ import os
 import socket
 import tempfile
 
+import fixtures
 from keystoneauth1 import plugin as ks_plugin
 from keystoneauth1 import session as ks_session
 import openstack.connection
@@ -345,3 +346,43 @@ class CheckAuditTest(CLITestBase):
         self.assertIn('Placement is unreachable at %s' % closed, lines[0])
         self.assertIn('onnect', lines[0])
         self.assertNotIn('supported versions', err)
+
+    def _glance_down(self):
+        def down(*args, **kwargs):
+            raise RuntimeError('glance is down')
+        for name in ('show', 'detail'):
+            self.useFixture(fixtures.MonkeyPatch(
+                'nova.tests.fixtures.GlanceFixture.%s' % name, down))
+
+    def test_image_service_down_is_one_line_not_no_such_image(self):
+        self.set_traits(self.root1, [AVX2])
+        image = self.create_image(required=[AVX2])
+        servers = [self.boot(self.small, image, host='host1')['id']
+                   for _i in range(3)]
+        self._glance_down()
+
+        rc, out, err = self.cli('check', servers[0], '--image', image,
+                                '--image-source', 'compute')
+        self.assertEqual(1, rc, err)
+        self.assertIn('HTTP 500', err)
+        self.assertIn('may be down', err)
+        self.assertNotIn('No image with name or ID', err)
+
+        rc, out, err = self.cli('audit', '--strategy', 'root_traits')
+        self.assertEqual(1, rc, err)
+        self.assertEqual(1, err.count('HTTP 500'), err)
+        self.assertNotIn('Cannot audit server', err)
+
+    def test_audit_skips_a_server_whose_image_was_deleted(self):
+        self.set_traits(self.root1, [AVX2])
+        image = self.create_image(required=[AVX2])
+        server = self.boot(self.small, image, host='host1')
+        self.glance.delete(None, image)
+
+        rc, rows, err = self.cli_json('audit', '--strategy', 'root_traits')
+
+        self.assertEqual(0, rc, err)
+        self.assertEqual([(server['id'], 'skipped')],
+                         [(r['Server'], r['Outcome']) for r in rows])
+        self.assertIn('was deleted', rows[0]['Reason'])
+        self.assertIn('0 failed, 1 skipped', err)
