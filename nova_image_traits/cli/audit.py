@@ -33,6 +33,7 @@ import dataclasses
 import time
 
 from cliff import lister
+from openstack import exceptions as openstack_exc
 from oslo_log import log as logging
 
 from nova_image_traits import cli
@@ -67,10 +68,10 @@ def _flavor_key(flavor):
 class Audit(cli.CommandMixin, lister.Lister):
     """Check whether every server's current image traits are still met.
 
-    For each server the caller can see (on HOST only with --host), runs
+    For each server of every project (on HOST only with --host), runs
     the strategy as if the server were rebuilt with its current image.
-    Exits with 1 when any server fails or cannot be checked. Progress goes
-    to stderr.
+    Needs an administrator. Exits with 1 when any server fails or cannot
+    be checked, 2 on bad input. Progress goes to stderr.
     """
 
     COLUMNS = ('Server', 'Name', 'Host', 'Image', 'Strategy', 'Outcome',
@@ -116,11 +117,18 @@ class Audit(cli.CommandMixin, lister.Lister):
                 cloud.check_host(parsed_args.host)
             except check.LookupFailed as e:
                 raise cli.UsageError(str(e))
-        for server in cloud.servers(parsed_args.host):
-            nodes[(server.compute_host or '', server.hypervisor_hostname or
-                   '')].append(server)
+        try:
+            for server in cloud.servers(parsed_args.host):
+                nodes[(server.compute_host or '',
+                       server.hypervisor_hostname or '')].append(server)
+        except openstack_exc.ForbiddenException as e:
+            raise cli.UsageError(
+                'audit reads the servers of every project and their hosts, '
+                'which needs an administrator: the compute API answered '
+                '403 (%s)' % e.details)
         total = sum(len(group) for group in nodes.values())
-        self.stats.nodes = len(nodes)
+        # Unscheduled servers (no host, no node) are not on a node.
+        self.stats.nodes = len([key for key in nodes if key[1]])
         rows = []
         for (_host, node), servers in sorted(nodes.items()):
             if per_server:

@@ -63,14 +63,15 @@ class HarnessAuth(ks_plugin.BaseAuthPlugin):
     :param endpoints: service type to URL; other services are absent
     """
 
-    def __init__(self, endpoints):
+    def __init__(self, endpoints, roles='reader,member,admin'):
         super().__init__()
         self._endpoints = endpoints
+        self._roles = roles
 
     def get_headers(self, session, **kwargs):
         return {'X-Auth-Token': 'admin', 'X-Auth-User': 'admin',
                 'X-Auth-Project-Id': nova_fixtures.PROJECT_ID,
-                'X-Roles': 'reader,member,admin'}
+                'X-Roles': self._roles}
 
     def get_endpoint_data(self, session, *, endpoint_override=None,
                           discover_versions=True, service_type=None,
@@ -386,3 +387,34 @@ class CheckAuditTest(CLITestBase):
                          [(r['Server'], r['Outcome']) for r in rows])
         self.assertIn('was deleted', rows[0]['Reason'])
         self.assertIn('0 failed, 1 skipped', err)
+
+    def test_audit_as_a_member_says_it_needs_an_administrator(self):
+        session = ks_session.Session(auth=HarnessAuth({
+            'compute': self.api_fixture.base_url,
+            'placement': self.placement_url}, roles='reader,member'))
+        self.conn = openstack.connection.Connection(session=session)
+        self.addCleanup(self.conn.close)
+
+        rc, out, err = self.cli('audit')
+
+        self.assertEqual(2, rc, err)
+        self.assertIn('needs an administrator', err)
+        self.assertIn('403', err)
+
+    def test_audit_does_not_count_unscheduled_servers_as_a_node(self):
+        self.set_traits(self.root1, [AVX2])
+        image = self.create_image(required=[AVX2])
+        self.boot(self.small, image, host='host1')
+        self.flags(cores=2000, group='quota')
+        huge = self.create_flavor(vcpu=1000)
+        server = self.api.post_server({'server': self._build_server(
+            image_uuid=image, flavor_id=huge, networks='none')})
+        server = self.wait_until_settled(server)
+        self.assertEqual('ERROR', server['status'])
+
+        rc, rows, err = self.cli_json('audit', '--strategy', 'root_traits')
+
+        self.assertEqual(0, rc, err)
+        self.assertEqual({'accept', 'skipped'},
+                         {r['Outcome'] for r in rows})
+        self.assertIn('2 servers on 1 nodes: 0 failed, 1 skipped', err)
