@@ -156,9 +156,10 @@ class Cloud(object):
     def _placement_client(self):
         """A placement client, or one line naming placement and the error.
 
-        :raises LookupFailed: when openstacksdk cannot reach placement; its
-            own message ("... exists but does not have any supported
-            versions") hides the cause, so the endpoint is asked again
+        :raises ServiceUnavailable: when openstacksdk cannot reach
+            placement; its own message ("... exists but does not have any
+            supported versions") hides the cause, so the endpoint is asked
+            again
         """
         try:
             return placement.PlacementClient(self.conn.placement)
@@ -177,7 +178,7 @@ class Cloud(object):
                     why = 'HTTP %s from GET %s' % (resp.status_code, url)
                 except Exception as probe:
                     why = '%s: %s' % (type(probe).__name__, probe)
-            raise LookupFailed('Placement is unreachable at %s: %s' % (
+            raise ServiceUnavailable('Placement is unreachable at %s: %s' % (
                 url or '(no endpoint in the catalog)', why))
 
     def find_server(self, name_or_id):

@@ -348,6 +348,13 @@ class CheckAuditTest(CLITestBase):
         self.assertIn('onnect', lines[0])
         self.assertNotIn('supported versions', err)
 
+        # audit says it once, not once per server.
+        self.boot(self.small, self.glance.image1['id'], host='host1')
+        rc, out, err = self.cli('audit', '--strategy', 'root_traits')
+        self.assertEqual(1, rc, err)
+        self.assertEqual(1, err.count('Placement is unreachable'), err)
+        self.assertNotIn('Cannot audit server', err)
+
     def _glance_down(self):
         def down(*args, **kwargs):
             raise RuntimeError('glance is down')
