@@ -95,8 +95,10 @@ class Checks(upgradecheck.UpgradeCommands):
 
     def _check_options(self):
         result = config.check_options(self.conf)
-        files = list(self.conf.config_file or ()) + [
-            d for d in [self.conf.config_dir] if d]
+        dirs = self.conf.config_dir or []
+        # NOTE: a list in recent oslo.config, a string in older ones.
+        dirs = [dirs] if isinstance(dirs, str) else list(dirs)
+        files = list(self.conf.config_file or ()) + dirs
         result.details = '%s Read from: %s.' % (
             result.details, ', '.join(files) or 'no file (defaults)')
         return result

@@ -129,6 +129,33 @@ class StatusOldPlacementTest(base.FunctionalTestCase):
         self.assertIn('in_tree_candidates needs 1.31', result['details'])
         self.assertEqual(2, rc)
 
+    def test_reads_nova_conf_where_nova_status_does(self):
+        if os.path.exists('/etc/nova'):
+            self.skipTest('this machine has its own /etc/nova')
+        home = self.useFixture(fixtures.TempDir()).path
+        self.useFixture(fixtures.EnvironmentVariable('HOME', home))
+        os.makedirs(os.path.join(home, '.nova', 'nova.conf.d'))
+        nova_conf = os.path.join(home, '.nova', 'nova.conf')
+        with open(nova_conf, 'w') as f:
+            f.write(placement_conf(self.endpoint, self.placement.token))
+        with open(os.path.join(home, '.nova', 'nova.conf.d',
+                               'traits.conf'), 'w') as f:
+            f.write('[image_traits]\nstrategy = in_tree_candidates\n')
+        out = io.StringIO()
+        self.useFixture(fixtures.MonkeyPatch('sys.stdout', out))
+
+        rc = status.main(['upgrade', 'check', '--json'],
+                         connection=NO_IMAGES,
+                         proc=self.useFixture(fixtures.TempDir()).path)
+
+        checks = {c['check']: c for c in json.loads(out.getvalue())[
+            'checks']}
+        self.assertEqual(2, rc)
+        self.assertIn('in_tree_candidates needs 1.31',
+                      checks['Placement API version']['details'])
+        self.assertIn(nova_conf, checks['[image_traits] options'][
+            'details'])
+
     def test_tree_traits_works_but_warns_below_1_31(self):
         path = write_conf(self, placement_conf(
             self.endpoint, self.placement.token) +
