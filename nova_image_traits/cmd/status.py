@@ -49,15 +49,17 @@ class Checks(upgradecheck.UpgradeCommands):
     :param connection: an ``openstack.connection.Connection`` to read images
         with instead of one built from the options (for tests, embedding)
     :param proc: where the process table is mounted
+    :param uids: the owners of trusted processes; root and nova by default
     """
 
     display_title = 'nova-image-traits upgrade check results'
 
-    def __init__(self, conf, connection=None, proc='/proc'):
+    def __init__(self, conf, connection=None, proc='/proc', uids=None):
         super().__init__()
         self.conf = conf
         self._connection = connection
         self._proc = proc
+        self._uids = uids
         self._client = None
         self._conductors = None
 
@@ -77,7 +79,7 @@ class Checks(upgradecheck.UpgradeCommands):
 
     def conductors(self):
         if self._conductors is None:
-            self._conductors = conductor.find(self._proc)
+            self._conductors = conductor.find(self._proc, self._uids)
         return self._conductors
 
     def connection(self):
@@ -117,9 +119,9 @@ class Checks(upgradecheck.UpgradeCommands):
         code, details = Code.SUCCESS, []
         try:
             from nova_image_traits.conductor import hook
-            hook.verify()
+            version = hook.verify()
             details.append('The rebuild hook matches the installed nova '
-                           '(%s).' % hook._nova_version())
+                           '(%s).' % version)
         except ImportError as e:
             details.append('nova is not installed here, so the hook cannot '
                            'be verified (%s).' % e)
@@ -203,16 +205,15 @@ def register_opts(conf, checks):
     conf.register_cli_opt(cfg.SubCommandOpt('command', handler=add_parsers))
 
 
-def main(argv=None, connection=None, proc='/proc'):
+def main(argv=None, connection=None, proc='/proc', uids=None):
     """Run the command; return its exit code.
 
     :param argv: the arguments, ``sys.argv[1:]`` by default
-    :param connection: see :class:`Checks`
-    :param proc: see :class:`Checks`
+    :param connection, proc, uids: see :class:`Checks`
     """
     argv = sys.argv[1:] if argv is None else list(argv)
     conf = cfg.ConfigOpts()
-    checks = Checks(conf, connection=connection, proc=proc)
+    checks = Checks(conf, connection=connection, proc=proc, uids=uids)
     register_opts(conf, checks)
     try:
         conf(args=argv, project='nova', prog=PROG)

@@ -214,9 +214,11 @@ def verify():
     The same verification :func:`install` makes before it patches nova;
     ``nova-image-traits-status upgrade check`` calls it.
 
+    :returns: the version of the nova verified
     :raises HookInstallError: naming the first nova internal that changed
     """
     _verify(_manager_class())
+    return _nova_version()
 
 
 def install():

@@ -45,14 +45,16 @@ def placement_conf(endpoint, token):
                                                       endpoint))
 
 
-def run_status(test, conf_path, connection=NO_IMAGES, proc=None):
+def run_status(test, conf_path, connection=NO_IMAGES, proc=None,
+               uids=None):
     """Run the command; return (exit code, {check name: result})."""
     if proc is None:
         proc = test.useFixture(fixtures.TempDir()).path
     out = io.StringIO()
     test.useFixture(fixtures.MonkeyPatch('sys.stdout', out))
     rc = status.main(['--config-file', conf_path, 'upgrade', 'check',
-                      '--json'], connection=connection, proc=proc)
+                      '--json'], connection=connection, proc=proc,
+                     uids=uids)
     try:
         body = json.loads(out.getvalue())
     except ValueError:
@@ -111,6 +113,67 @@ class StatusPlacementTest(base.FunctionalTestCase):
         self.assertIn('allocation_traits can be inconclusive',
                       result['details'])
         self.assertIn('on_placement_error = accept', result['details'])
+
+
+class StatusConductorTest(base.FunctionalTestCase):
+    """This host's conductors, and the hook against the installed nova."""
+
+    def proc(self, *commands):
+        proc = self.useFixture(fixtures.TempDir()).path
+        for pid, argv in enumerate(commands, start=100):
+            os.mkdir(os.path.join(proc, str(pid)))
+            with open(os.path.join(proc, str(pid), 'cmdline'), 'wb') as f:
+                f.write(b'\0'.join(a.encode() for a in argv) + b'\0')
+        return proc
+
+    def conf(self):
+        return write_conf(self, placement_conf(self.endpoint,
+                                               self.placement.token))
+
+    def test_hooked_conductor_replaces_the_filter(self):
+        proc = self.proc(['/usr/bin/python3',
+                          '/usr/bin/nova-image-traits-conductor'])
+        rc, checks = run_status(self, self.conf(), proc=proc,
+                                uids={os.getuid()})
+        hook = checks['Conductor rebuild hook']
+        self.assertEqual(0, hook['result'], hook['details'])
+        self.assertIn('Conductors 100 run nova-image-traits-conductor',
+                      hook['details'])
+        self.assertIn('matches the installed nova', hook['details'])
+        self.assertEqual(0, checks['ImageTraitsFilter in the scheduler'][
+            'result'])
+
+    def test_a_conductor_without_the_hook_warns(self):
+        proc = self.proc(['/usr/bin/nova-image-traits-conductor'],
+                         ['/usr/bin/nova-conductor', '--config-file', 'x'])
+        rc, checks = run_status(self, self.conf(), proc=proc,
+                                uids={os.getuid()})
+        hook = checks['Conductor rebuild hook']
+        self.assertEqual(1, hook['result'], hook['details'])
+        self.assertIn('101 run nova-conductor without the hook',
+                      hook['details'])
+        # Not trusted: the same processes owned by someone else.
+        rc, checks = run_status(self, self.conf(), proc=proc,
+                                uids={os.getuid() + 1})
+        self.assertIn('No conductor runs on this host',
+                      checks['Conductor rebuild hook']['details'])
+
+    def test_hook_that_does_not_fit_nova_is_a_failure(self):
+        from nova.conductor import manager
+
+        def changed(self, context, instance, image, new_argument):
+            pass
+
+        # NOTE: not fixtures.MonkeyPatch, which keeps the old signature.
+        name = '_validate_image_traits_for_rebuild'
+        original = manager.ComputeTaskManager.__dict__[name]
+        setattr(manager.ComputeTaskManager, name, changed)
+        self.addCleanup(setattr, manager.ComputeTaskManager, name, original)
+        rc, checks = run_status(self, self.conf())
+        hook = checks['Conductor rebuild hook']
+        self.assertEqual(2, hook['result'], hook['details'])
+        self.assertIn('_validate_image_traits_for_rebuild', hook['details'])
+        self.assertEqual(2, rc)
 
 
 class StatusOldPlacementTest(base.FunctionalTestCase):
