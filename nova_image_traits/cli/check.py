@@ -175,7 +175,9 @@ class Cloud(object):
             if url:
                 try:
                     resp = self.conn.session.get(url, raise_exc=False)
-                    why = 'HTTP %s from GET %s' % (resp.status_code, url)
+                    if resp.status_code != 200:
+                        why = 'HTTP %s from GET %s' % (resp.status_code,
+                                                       url)
                 except Exception as probe:
                     why = '%s: %s' % (type(probe).__name__, probe)
             raise ServiceUnavailable('Placement is unreachable at %s: %s' % (

@@ -63,13 +63,15 @@ class HarnessAuth(ks_plugin.BaseAuthPlugin):
     :param endpoints: service type to URL; other services are absent
     """
 
-    def __init__(self, endpoints, roles='reader,member,admin'):
+    def __init__(self, endpoints, roles='reader,member,admin',
+                 user='admin'):
         super().__init__()
         self._endpoints = endpoints
         self._roles = roles
+        self._user = user
 
     def get_headers(self, session, **kwargs):
-        return {'X-Auth-Token': 'admin', 'X-Auth-User': 'admin',
+        return {'X-Auth-Token': self._user, 'X-Auth-User': self._user,
                 'X-Auth-Project-Id': nova_fixtures.PROJECT_ID,
                 'X-Roles': self._roles}
 
@@ -398,7 +400,8 @@ class CheckAuditTest(CLITestBase):
     def test_audit_as_a_member_says_it_needs_an_administrator(self):
         session = ks_session.Session(auth=HarnessAuth({
             'compute': self.api_fixture.base_url,
-            'placement': self.placement_url}, roles='reader,member'))
+            'placement': self.placement_url}, roles='reader,member',
+            user='member'))
         self.conn = openstack.connection.Connection(session=session)
         self.addCleanup(self.conn.close)
 
