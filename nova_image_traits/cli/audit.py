@@ -37,7 +37,7 @@ from openstack import exceptions as openstack_exc
 from oslo_log import log as logging
 
 from nova_image_traits import cli
-from nova_image_traits.cli import check
+from nova_image_traits.cli import cloud as nit_cloud
 from nova_image_traits.cli import prefetch
 from nova_image_traits import decision as nit_decision
 from nova_image_traits import exception
@@ -88,7 +88,7 @@ class Audit(cli.CommandMixin, lister.Lister):
         cli.add_strategy_options(
             parser, 'the configured [image_traits] strategy')
         cli.add_config_option(parser, search=True)
-        check.add_cloud_options(parser, self.app.argv)
+        nit_cloud.add_cloud_options(parser, self.app.argv)
         return parser
 
     def run(self, parsed_args):
@@ -106,8 +106,8 @@ class Audit(cli.CommandMixin, lister.Lister):
                               parsed_args.fallback_strategy, 'image_traits')
         names = cli.selected_strategies(parsed_args, conf)
         self.app.stderr.write('audit: %s\n' % cli.describe_conf(conf))
-        cloud = check.Cloud(check.connect(self.app, parsed_args), conf,
-                            parsed_args.image_source)
+        cloud = nit_cloud.Cloud(nit_cloud.connect(self.app, parsed_args),
+                                conf, parsed_args.image_source)
         cloud.client = prefetch.CachingClient(cloud.client)
         per_server = not all(cli.can_share(n, conf) for n in names)
         started = time.monotonic()
@@ -115,7 +115,7 @@ class Audit(cli.CommandMixin, lister.Lister):
         if parsed_args.host:
             try:
                 cloud.check_host(parsed_args.host)
-            except check.LookupFailed as e:
+            except nit_cloud.LookupFailed as e:
                 raise cli.UsageError(str(e))
         try:
             for server in cloud.servers(parsed_args.host):
@@ -154,12 +154,12 @@ class Audit(cli.CommandMixin, lister.Lister):
                                   'boots from a volume: no image to check')
             try:
                 image_id, props = cloud.image(target.image_id)
-            except check.ImageNotFound:
+            except nit_cloud.ImageNotFound:
                 return self._skip(server, names, 'its image %s was deleted: '
                                   'nothing to compare with'
                                   % target.image_id)
             request = cloud.request(target, props, props, image_id)
-        except check.ServiceUnavailable:
+        except nit_cloud.ServiceUnavailable:
             # NOTE: every further server would fail the same way.
             raise
         except Exception as e:
@@ -203,7 +203,7 @@ class Audit(cli.CommandMixin, lister.Lister):
                                      opts.max_url_length)
         try:
             cloud.client.index_node(session, cloud.node_provider(node))
-        except (check.LookupFailed, exception.PlacementError) as e:
+        except (nit_cloud.LookupFailed, exception.PlacementError) as e:
             # NOTE: each server's decision then reads placement itself and
             # reports the failure in its own row.
             LOG.warning('Cannot index the allocations of node %(n)s: %(e)s',

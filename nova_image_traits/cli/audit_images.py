@@ -23,7 +23,7 @@ from cliff import lister
 from oslo_log import log as logging
 
 from nova_image_traits import cli
-from nova_image_traits.cli import check
+from nova_image_traits.cli import cloud as nit_cloud
 from nova_image_traits import exception
 from nova_image_traits import images as nit_images
 from nova_image_traits import placement
@@ -64,7 +64,7 @@ class AuditImages(cli.CommandMixin, lister.Lister):
             help='Image name or ID; default: every image with trait: '
                  'properties')
         cli.add_config_option(parser)
-        check.add_cloud_options(parser, self.app.argv)
+        nit_cloud.add_cloud_options(parser, self.app.argv)
         return parser
 
     def run(self, parsed_args):
@@ -76,7 +76,7 @@ class AuditImages(cli.CommandMixin, lister.Lister):
 
     def take_action(self, parsed_args):
         conf = cli.load_conf(parsed_args.config_file)
-        conn = check.connect(self.app, parsed_args)
+        conn = nit_cloud.connect(self.app, parsed_args)
         try:
             found = nit_images.list_images(conn, parsed_args.image_source)
         except nit_images.ImagesUnavailable as e:
