@@ -58,13 +58,24 @@ class CommandMixin(object):
             return e.exit_code
 
 
-def add_config_option(parser):
-    """Add ``--config-file``, to read ``[image_traits]`` from nova.conf."""
+def add_config_option(parser, search=False):
+    """Add ``--config-file`` (and ``--config-dir``), to read nova.conf.
+
+    :param search: whether no option means nova's own configuration files,
+        found as nova-status finds them
+    """
+    default = (' Default: nova\'s configuration, found as nova-status finds '
+               'it (/etc/nova/nova.conf and /etc/nova/nova.conf.d/ among '
+               'others).' if search else '')
     parser.add_argument(
         '--config-file', metavar='FILE', action='append', default=[],
         help='Read [image_traits] options (strategy, fallback_strategy, '
              'limits) from FILE, for example /etc/nova/nova.conf. May be '
-             'repeated; later files win.')
+             'repeated; later files win.' + default)
+    if search:
+        parser.add_argument(
+            '--config-dir', metavar='DIR', action='append', default=[],
+            help='Also read every *.conf file of DIR, as nova does.')
 
 
 def add_strategy_options(parser, default):
@@ -84,22 +95,48 @@ def add_strategy_options(parser, default):
              'Default: [image_traits] fallback_strategy (root_traits).')
 
 
-def load_conf(config_files=()):
+def _plain(error):
+    # NOTE: oslo.config names the source of a bad value as
+    # "from LocationInfo(location=..., detail='/etc/nova/nova.conf')".
+    return re.sub(r"from LocationInfo\(.*?detail='([^']*)'\)", r'in \1',
+                  str(error))
+
+
+def load_conf(config_files=(), config_dirs=(), search=False):
     """Return a private ConfigOpts with our options, read from files.
 
-    :param config_files: nova.conf-style files to read; none means the
-        options' defaults
-    :raises UsageError: when a file is missing or unreadable
+    :param config_files: nova.conf-style files to read
+    :param config_dirs: directories whose ``*.conf`` files to read too
+    :param search: with neither, read nova's own files, found as
+        nova-status finds them; otherwise none means the options' defaults
+    :raises UsageError: when a file is missing or unreadable, or a value
+        is invalid
     """
+    files, dirs = list(config_files), list(config_dirs)
+    if search and not files and not dirs:
+        files = cfg.find_config_files(project='nova', prog='nova')
+        dirs = cfg.find_config_dirs(project='nova', prog='nova')
     conf = cfg.ConfigOpts()
     nit_conf.register_opts(conf)
     try:
-        conf(args=[], project='nova', default_config_files=list(
-            config_files), default_config_dirs=[])
+        conf(args=[], project='nova', default_config_files=files,
+             default_config_dirs=dirs)
+        # Values are checked when read: read them now.
+        for opt in image_traits_conf.ALL_OPTS:
+            getattr(conf.image_traits, opt.dest)
     except (cfg.ConfigFilesNotFoundError, cfg.ConfigFileParseError,
-            cfg.ConfigFileValueError) as e:
-        raise UsageError(str(e))
+            cfg.ConfigDirNotFoundError, ValueError) as e:
+        raise UsageError(_plain(e))
+    conf.nit_sources = files + dirs
     return conf
+
+
+def describe_conf(conf):
+    """One line: which files were read, and which strategy they set."""
+    opts = conf.image_traits
+    return 'configuration: %s; strategy %s, fallback %s' % (
+        ', '.join(conf.nit_sources) or 'none found (defaults)',
+        opts.strategy, opts.fallback_strategy)
 
 
 def selected_strategies(parsed_args, conf, default_all=False):

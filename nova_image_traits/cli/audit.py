@@ -33,10 +33,11 @@ import dataclasses
 import time
 
 from cliff import lister
+from openstack import exceptions as openstack_exc
 from oslo_log import log as logging
 
 from nova_image_traits import cli
-from nova_image_traits.cli import check
+from nova_image_traits.cli import cloud as nit_cloud
 from nova_image_traits.cli import prefetch
 from nova_image_traits import decision as nit_decision
 from nova_image_traits import exception
@@ -67,10 +68,10 @@ def _flavor_key(flavor):
 class Audit(cli.CommandMixin, lister.Lister):
     """Check whether every server's current image traits are still met.
 
-    For each server the caller can see (on HOST only with --host), runs
+    For each server of every project (on HOST only with --host), runs
     the strategy as if the server were rebuilt with its current image.
-    Exits with 1 when any server fails or cannot be checked. Progress goes
-    to stderr.
+    Needs an administrator. Exits with 1 when any server fails or cannot
+    be checked, 2 on bad input. Progress goes to stderr.
     """
 
     COLUMNS = ('Server', 'Name', 'Host', 'Image', 'Strategy', 'Outcome',
@@ -86,8 +87,8 @@ class Audit(cli.CommandMixin, lister.Lister):
                  '(default 100; 0 for none)')
         cli.add_strategy_options(
             parser, 'the configured [image_traits] strategy')
-        cli.add_config_option(parser)
-        check.add_cloud_options(parser, self.app.argv)
+        cli.add_config_option(parser, search=True)
+        nit_cloud.add_cloud_options(parser, self.app.argv)
         return parser
 
     def run(self, parsed_args):
@@ -98,22 +99,36 @@ class Audit(cli.CommandMixin, lister.Lister):
         return result
 
     def take_action(self, parsed_args):
-        conf = cli.load_conf(parsed_args.config_file)
+        conf = cli.load_conf(parsed_args.config_file,
+                             parsed_args.config_dir, search=True)
         if parsed_args.fallback_strategy:
             conf.set_override('fallback_strategy',
                               parsed_args.fallback_strategy, 'image_traits')
         names = cli.selected_strategies(parsed_args, conf)
-        cloud = check.Cloud(check.connect(self.app, parsed_args), conf,
-                            parsed_args.image_source)
+        self.app.stderr.write('audit: %s\n' % cli.describe_conf(conf))
+        cloud = nit_cloud.Cloud(nit_cloud.connect(self.app, parsed_args),
+                                conf, parsed_args.image_source)
         cloud.client = prefetch.CachingClient(cloud.client)
         per_server = not all(cli.can_share(n, conf) for n in names)
         started = time.monotonic()
         nodes = collections.defaultdict(list)
-        for server in cloud.servers(parsed_args.host):
-            nodes[(server.compute_host or '', server.hypervisor_hostname or
-                   '')].append(server)
+        if parsed_args.host:
+            try:
+                cloud.check_host(parsed_args.host)
+            except nit_cloud.LookupFailed as e:
+                raise cli.UsageError(str(e))
+        try:
+            for server in cloud.servers(parsed_args.host):
+                nodes[(server.compute_host or '',
+                       server.hypervisor_hostname or '')].append(server)
+        except openstack_exc.ForbiddenException as e:
+            raise cli.UsageError(
+                'audit reads the servers of every project and their hosts, '
+                'which needs an administrator: the compute API answered '
+                '403 (%s)' % e.details)
         total = sum(len(group) for group in nodes.values())
-        self.stats.nodes = len(nodes)
+        # Unscheduled servers (no host, no node) are not on a node.
+        self.stats.nodes = len([key for key in nodes if key[1]])
         rows = []
         for (_host, node), servers in sorted(nodes.items()):
             if per_server:
@@ -137,8 +152,16 @@ class Audit(cli.CommandMixin, lister.Lister):
             if target.volume_backed:
                 return self._skip(server, names,
                                   'boots from a volume: no image to check')
-            image_id, props = cloud.image(target.image_id)
+            try:
+                image_id, props = cloud.image(target.image_id)
+            except nit_cloud.ImageNotFound:
+                return self._skip(server, names, 'its image %s was deleted: '
+                                  'nothing to compare with'
+                                  % target.image_id)
             request = cloud.request(target, props, props, image_id)
+        except nit_cloud.ServiceUnavailable:
+            # NOTE: every further server would fail the same way.
+            raise
         except Exception as e:
             # NOTE: one unreadable server must not end a long audit; it is
             # reported as an error row and makes the exit code 1.
@@ -180,7 +203,7 @@ class Audit(cli.CommandMixin, lister.Lister):
                                      opts.max_url_length)
         try:
             cloud.client.index_node(session, cloud.node_provider(node))
-        except (check.LookupFailed, exception.PlacementError) as e:
+        except (nit_cloud.LookupFailed, exception.PlacementError) as e:
             # NOTE: each server's decision then reads placement itself and
             # reports the failure in its own row.
             LOG.warning('Cannot index the allocations of node %(n)s: %(e)s',

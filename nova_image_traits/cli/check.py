@@ -11,218 +11,29 @@
 # under the License.
 """``nova-image-traits check``: judge one rebuild on a real cloud.
 
-It reads, through openstacksdk and as an administrator: the server (its
-host and hypervisor node, compute API microversion 2.47 or later embeds its
-flavor with the extra specs), the compute node's resource provider
-(``GET /resource_providers?name=<hypervisor hostname>``), and the
-properties of the new and the current image. It then runs the decision
-engine against the cloud's placement. Nothing is changed.
-
-Image properties come from the image service when the catalog has one;
-otherwise from nova's image proxy API (``GET /images/{id}`` at compute
-microversion 2.35, the last one that has it), which returns the same
-properties as ``metadata``.
+It reads the server, its flavor, its compute node's resource provider and
+the properties of the new and the current image through
+:class:`~nova_image_traits.cli.cloud.Cloud`, then runs the decision engine
+against the cloud's placement. Nothing is changed.
 """
-
-import collections
-import urllib.parse
 
 from cliff import lister
 from oslo_log import log as logging
 
 from nova_image_traits import cli
-from nova_image_traits import exception
-from nova_image_traits import flavor as nit_flavor
-from nova_image_traits import placement
-from nova_image_traits import request as nit_request
+from nova_image_traits.cli import cloud as nit_cloud
+from nova_image_traits import decision as nit_decision
+from nova_image_traits import traits as nit_traits
 
 LOG = logging.getLogger(__name__)
 
-#: The last compute API microversion with the image proxy API.
-IMAGE_PROXY_VERSION = '2.35'
-IMAGE_SOURCES = ('auto', 'image', 'compute')
-
-
-class LookupFailed(Exception):
-    """Something the command needs could not be read from the cloud."""
-
-
-Target = collections.namedtuple('Target', [
-    'server_id', 'name', 'host', 'node', 'flavor', 'image_id',
-    'volume_backed'])
-Target.__doc__ = """A server as the commands see it: where and what it is.
-
-:ivar host: the compute service host, None when the server has none
-:ivar node: the hypervisor hostname, which names the node's provider
-:ivar flavor: the :class:`~nova_image_traits.flavor.Flavor`
-:ivar image_id: the current image, None for a volume-backed server
-"""
-
-
-def add_cloud_options(parser, argv):
-    """Add openstacksdk's ``--os-cloud`` and ``--os-*`` options.
-
-    :param argv: the command line, which openstacksdk peeks at to choose
-        the auth plugin whose options it adds
-    """
-    import openstack.config
-    openstack.config.OpenStackConfig().register_argparse_arguments(
-        parser, list(argv))
-    parser.add_argument(
-        '--image-source', choices=IMAGE_SOURCES, default='auto',
-        help='Where to read image properties: the image service, or '
-             "nova's image proxy API (compute microversion 2.35). auto "
-             'uses the image service when the catalog has one.')
-
-
-def connect(app, parsed_args):
-    """Return the application's connection, or one from the options."""
-    if app.connection is not None:
-        return app.connection
-    import openstack.config
-    import openstack.connection
-    region = openstack.config.OpenStackConfig().get_one(argparse=parsed_args)
-    return openstack.connection.Connection(config=region,
-                                           app_name='nova-image-traits')
-
-
-class Cloud(object):
-    """Read servers, flavors, images and compute node providers.
-
-    Image properties and node providers are cached, so each is read once.
-
-    :param conn: an ``openstack.connection.Connection`` with admin rights
-    :param conf: the ConfigOpts holding ``[image_traits]``
-    :param image_source: one of :data:`IMAGE_SOURCES`
-    """
-
-    def __init__(self, conn, conf, image_source='auto'):
-        self.conn = conn
-        self.client = placement.PlacementClient(conn.placement)
-        self._conf = conf
-        if image_source == 'auto':
-            image_source = 'image' if conn.has_service('image') else (
-                'compute')
-        self.image_source = image_source
-        self._images = {}
-        self._nodes = {}
-
-    def find_server(self, name_or_id):
-        """Return the SDK server ``name_or_id``, in any project."""
-        server = self.conn.compute.find_server(
-            name_or_id, ignore_missing=True, all_projects=True)
-        if server is None:
-            raise LookupFailed('No server with name or ID %s' % name_or_id)
-        return server
-
-    def servers(self, host=None):
-        """Every server the caller can see, on ``host`` if given."""
-        query = {'compute_host': host} if host else {}
-        for server in self.conn.compute.servers(
-                details=True, all_projects=True, **query):
-            if host is None or server.compute_host == host:
-                yield server
-
-    def target(self, server):
-        """Return the :class:`Target` of an SDK server."""
-        image = getattr(server.image, 'id', None) or None
-        return Target(server_id=server.id, name=server.name,
-                      host=server.compute_host,
-                      node=server.hypervisor_hostname,
-                      flavor=self.flavor(server), image_id=image,
-                      volume_backed=image is None)
-
-    def flavor(self, server):
-        """The server's flavor, embedded since compute API 2.47."""
-        fl = server.flavor
-        if fl is None or getattr(fl, 'vcpus', None) is None:
-            fl = self.conn.compute.get_flavor(getattr(fl, 'id', fl),
-                                              get_extra_specs=True)
-        return nit_flavor.Flavor(
-            vcpus=int(fl.vcpus or 0), memory_mb=int(fl.ram or 0),
-            root_gb=int(fl.disk or 0), ephemeral_gb=int(fl.ephemeral or 0),
-            swap=int(fl.swap or 0), extra_specs=dict(fl.extra_specs or {}),
-            name=getattr(fl, 'original_name', None) or fl.name)
-
-    def node_provider(self, node):
-        """The UUID of the resource provider named ``node``.
-
-        Cached, failures included, so that a node costs one request however
-        many servers it has.
-
-        :raises LookupFailed: when placement has no such provider
-        """
-        if node not in self._nodes:
-            self._nodes[node] = self._lookup_node(node)
-        found = self._nodes[node]
-        if isinstance(found, LookupFailed):
-            raise found
-        return found
-
-    def _lookup_node(self, node):
-        opts = self._conf.image_traits
-        session = self.client.start(opts.decision_timeout,
-                                    opts.max_url_length)
-        try:
-            body = session.get('/resource_providers', [('name', node)],
-                               version='1.14')
-        except exception.PlacementError as e:
-            return LookupFailed('Cannot read the resource provider of node '
-                                '%s: %s' % (node, e.message))
-        found = body.get('resource_providers') or []
-        if len(found) != 1 or not isinstance(found[0], dict):
-            return LookupFailed('Placement has no resource provider named '
-                                '%s' % node)
-        return str(found[0].get('uuid'))
-
-    def image(self, name_or_id):
-        """Return ``(id, properties)`` of an image; cached."""
-        if name_or_id not in self._images:
-            if self.image_source == 'image':
-                found = self._from_image_service(name_or_id)
-            else:
-                found = self._from_compute(name_or_id)
-            self._images[name_or_id] = self._images[found[0]] = found
-        return self._images[name_or_id]
-
-    def _from_image_service(self, name_or_id):
-        image = self.conn.image.find_image(name_or_id, ignore_missing=True)
-        if image is None:
-            raise LookupFailed('No image with name or ID %s' % name_or_id)
-        return image.id, dict(image.properties or {})
-
-    def _from_compute(self, name_or_id):
-        compute = self.conn.compute
-        resp = compute.get('/images/%s' % urllib.parse.quote(
-            name_or_id, safe=''), microversion=IMAGE_PROXY_VERSION,
-            raise_exc=False)
-        if resp.status_code == 200:
-            image = resp.json()['image']
-        else:
-            resp = compute.get('/images/detail?' + urllib.parse.urlencode(
-                {'name': name_or_id}), microversion=IMAGE_PROXY_VERSION,
-                raise_exc=False)
-            images = resp.json().get('images', []) if (
-                resp.status_code == 200) else []
-            # NOTE: filter again: not every image backend honours ?name=.
-            images = [i for i in images if i.get('name') == name_or_id]
-            if len(images) != 1:
-                raise LookupFailed('%s image with name or ID %s (compute '
-                                   'image API, HTTP %s)' % (
-                                       'More than one' if images else 'No',
-                                       name_or_id, resp.status_code))
-            image = images[0]
-        return image['id'], dict(image.get('metadata') or {})
-
-    def request(self, target, image_props, original_props, image_id):
-        """The :class:`RebuildRequest` for ``target`` and an image."""
-        return nit_request.RebuildRequest(
-            instance_uuid=target.server_id,
-            compute_node_uuid=self.node_provider(target.node),
-            image_properties=image_props, flavor=target.flavor,
-            original_image_properties=original_props,
-            is_volume_backed=target.volume_backed, host=target.host,
-            image_id=image_id)
+#: Exit codes of ``check``.
+EXIT_ACCEPT = 0
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+EXIT_REFUSE = 3
+#: The outcome shown for a rebuild with the server's current image.
+NOT_CHECKED = 'not checked'
 
 
 class Check(cli.CommandMixin, lister.Lister):
@@ -230,11 +41,24 @@ class Check(cli.CommandMixin, lister.Lister):
 
     Reads the server, its flavor, its compute node's provider and both
     images, then runs each strategy against the cloud's placement. Nothing
-    is rebuilt or changed. Needs an administrator.
+    is rebuilt or changed. Needs an administrator. A rebuild with the
+    server's current image is not checked, as nova checks nothing then.
+    Exit codes: 0 every strategy shown accepts (or the image is the
+    current one), 3 at least one refuses, 1 the cloud could not be read
+    or a decision ended in an error, 2 bad input.
     """
 
     COLUMNS = ('Strategy', 'Outcome', 'Allowed', 'Fallback', 'Required',
-               'Missing', 'Requests', 'Reason')
+               'Missing', 'Requests', 'Cause', 'Detail', 'Reason')
+
+    def run(self, parsed_args):
+        self.refused = self.errors = 0
+        result = super().run(parsed_args)
+        if result == 0 and self.errors:
+            return EXIT_ERROR
+        if result == 0 and self.refused:
+            return EXIT_REFUSE
+        return result
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
@@ -244,31 +68,47 @@ class Check(cli.CommandMixin, lister.Lister):
                             help='The new image, name or ID')
         cli.add_strategy_options(
             parser, 'the configured [image_traits] strategy')
-        cli.add_config_option(parser)
-        add_cloud_options(parser, self.app.argv)
+        cli.add_config_option(parser, search=True)
+        nit_cloud.add_cloud_options(parser, self.app.argv)
         return parser
 
     def take_action(self, parsed_args):
-        conf = cli.load_conf(parsed_args.config_file)
+        conf = cli.load_conf(parsed_args.config_file,
+                             parsed_args.config_dir, search=True)
+        if parsed_args.fallback_strategy:
+            conf.set_override('fallback_strategy',
+                              parsed_args.fallback_strategy, 'image_traits')
         names = cli.selected_strategies(parsed_args, conf)
-        cloud = Cloud(connect(self.app, parsed_args), conf,
-                      parsed_args.image_source)
+        self.app.stderr.write('check: %s\n' % cli.describe_conf(conf))
+        cloud = nit_cloud.Cloud(nit_cloud.connect(self.app, parsed_args),
+                                conf, parsed_args.image_source)
         target = cloud.target(cloud.find_server(parsed_args.server))
         if not target.host or not target.node:
-            raise LookupFailed(
+            raise nit_cloud.LookupFailed(
                 'Server %s has no host or hypervisor hostname: it is not on '
                 'a host, or the caller is not an administrator'
                 % target.server_id)
         image_id, props = cloud.image(parsed_args.image)
+        if image_id == target.image_id:
+            # NOTE: nova's conductor checks image traits only when the
+            # image changes (orig_image_ref != image_ref).
+            reason = ('not checked: same image (a rebuild with the '
+                      "server's current image is not checked by nova)")
+            return self.COLUMNS, [
+                (name, NOT_CHECKED, True, '-', '-', '-', 0, 'same-image',
+                 '-', reason) for name in names]
         original = None
         if target.image_id:
             try:
                 original = cloud.image(target.image_id)[1]
-            except LookupFailed as e:
+            except nit_cloud.LookupFailed as e:
                 # The reject strategy then judges by the flavor alone.
                 LOG.warning('Cannot read the current image of server '
                             '%(s)s: %(e)s', {'s': target.server_id, 'e': e})
-        request = cloud.request(target, props, original, image_id)
+        wanted = nit_traits.image_traits(props)
+        request = cloud.request(target, props, original, image_id,
+                                lookup=bool(wanted.required and
+                                            not wanted.invalid))
         LOG.info('Checking a rebuild of server %(s)s on %(h)s (node %(n)s, '
                  'provider %(rp)s) with image %(i)s',
                  {'s': target.server_id, 'h': target.host, 'n': target.node,
@@ -277,7 +117,12 @@ class Check(cli.CommandMixin, lister.Lister):
         for name in names:
             d = cli.decide(request, conf, cloud.client, name,
                            parsed_args.fallback_strategy)
+            if d.outcome == nit_decision.ERROR:
+                self.errors += 1
+            elif not d.allowed:
+                self.refused += 1
             rows.append((d.strategy, d.outcome, d.allowed, d.fallback or '-',
                          cli.join(d.required), cli.join(d.missing),
-                         d.requests, d.user_reason()))
+                         d.requests, d.cause or '-', d.detail or '-',
+                         d.user_reason()))
         return self.COLUMNS, rows

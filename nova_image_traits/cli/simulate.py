@@ -34,6 +34,7 @@ from stevedore import extension
 
 import nova_image_traits
 from nova_image_traits import cli
+from nova_image_traits.cli import compact
 from nova_image_traits.cli import dot
 from nova_image_traits.cli import scenario as nit_scenario
 from nova_image_traits import placement
@@ -334,8 +335,11 @@ class Simulate(cli.CommandMixin, lister.Lister):
     """Compare every strategy on every rebuild case of a simulated cloud.
 
     Starts a real placement in this process, loads a scenario into it (the
-    bundled sample cloud by default) and prints one row per rebuild case
-    and strategy. ``-f dot`` draws each case's provider tree instead.
+    bundled sample cloud by default) and prints a compact matrix: one row
+    per rebuild case, one short cell per strategy. --long, or any machine
+    format (-f json, yaml, csv, value), gives one row per case and
+    strategy with the reasons instead; -f dot draws each case's provider
+    tree.
     """
 
     COLUMNS = ('Case', 'Host', 'Image', 'Traits At', 'Strategy', 'Outcome',
@@ -368,9 +372,26 @@ class Simulate(cli.CommandMixin, lister.Lister):
                  'the outcome (and the fallback strategy that decided it, '
                  'if one did). The strategy table of the documentation is '
                  'this output for the bundled cloud, with -f csv.')
+        parser.add_argument(
+            '--long', action='store_true',
+            help='One row per case and strategy, with the reason, the '
+                 'fallback, the missing traits and the placement requests. '
+                 'The default for every format but table.')
         cli.add_strategy_options(parser, 'all')
         cli.add_config_option(parser)
         return parser
+
+    @staticmethod
+    def _compact(parsed_args):
+        return (parsed_args.formatter == 'table' and not parsed_args.long
+                and not parsed_args.matrix)
+
+    def produce_output(self, parsed_args, column_names, data):
+        result = super().produce_output(parsed_args, column_names, data)
+        if self._compact(parsed_args):
+            for line in compact.legend(*self._legend):
+                self.app.stdout.write(line + '\n')
+        return result
 
     def _cases(self, scn, parsed_args):
         cases = scn.cases
@@ -397,7 +418,8 @@ class Simulate(cli.CommandMixin, lister.Lister):
         scn = nit_scenario.load(path)
         cases = self._cases(scn, parsed_args)
         drawing = parsed_args.formatter == 'dot'
-        rows, panels = [], []
+        short = self._compact(parsed_args)
+        rows, panels, everything = [], [], []
         with SimulatedCloud(scn) as cloud:
             client = cloud.client()
             for case in cases:
@@ -409,6 +431,10 @@ class Simulate(cli.CommandMixin, lister.Lister):
                     panels.append(cloud.panel(case, decisions))
                     continue
                 where = cloud.where(case)
+                if short:
+                    everything.extend(decisions)
+                    rows.append(compact.row(case.name, where, decisions))
+                    continue
                 if parsed_args.matrix:
                     rows.append((case.name, where) + tuple(
                         '%s (%s)' % (d.outcome, d.fallback) if d.fallback
@@ -421,6 +447,9 @@ class Simulate(cli.CommandMixin, lister.Lister):
                                  d.requests, cli.short_reason(d)))
         if drawing:
             return ('DOT',), [(dot.render(panels),)]
+        if short:
+            self._legend = (names, everything)
+            return compact.columns(names), rows
         if parsed_args.matrix:
             return ('Case', 'Traits At') + tuple(names), rows
         return self.COLUMNS, rows

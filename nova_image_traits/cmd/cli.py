@@ -25,6 +25,7 @@ from cliff import commandmanager
 
 from nova_image_traits import cli
 from nova_image_traits.cli import audit
+from nova_image_traits.cli import audit_images
 from nova_image_traits.cli import check
 from nova_image_traits.cli import simulate
 
@@ -33,6 +34,7 @@ COMMANDS = {
     'simulate': simulate.Simulate,
     'check': check.Check,
     'audit': audit.Audit,
+    'audit images': audit_images.AuditImages,
 }
 
 #: Console log level per ``-q``/``-v`` count. Decision lines are INFO.
@@ -81,9 +83,21 @@ class NovaImageTraitsApp(app.App):
         self._handlers = []
         self._levels = {}
         super().__init__(
-            description=__doc__.strip().splitlines()[0],
+            description=__doc__.strip().splitlines()[0].replace('``', ''),
             version=_version(), command_manager=CommandManager(),
             stdin=stdin, stdout=stdout, stderr=stderr, deferred_help=True)
+
+    def build_option_parser(self, description, version,
+                            argparse_kwargs=None):
+        parser = super().build_option_parser(description, version,
+                                             argparse_kwargs)
+        # NOTE: as with the openstack client, the cloud may be named
+        # before the command; the commands that talk to a cloud accept it
+        # after the command too.
+        parser.add_argument(
+            '--os-cloud', metavar='CLOUD', default=None,
+            help='The cloud of clouds.yaml to use (check and audit).')
+        return parser
 
     def run(self, argv):
         # The --os-* options a command registers depend on the auth type

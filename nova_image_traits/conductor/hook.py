@@ -236,6 +236,19 @@ def is_installed():
                for name in (_VALIDATE, _REBUILD))
 
 
+def verify():
+    """Check, without installing anything, that the hook fits this nova.
+
+    The same verification :func:`install` makes before it patches nova;
+    ``nova-image-traits-status upgrade check`` calls it.
+
+    :returns: the version of the nova verified
+    :raises HookInstallError: naming the first nova internal that changed
+    """
+    _verify(_manager_class())
+    return _nova_version()
+
+
 def install():
     """Install the rebuild hook into ``ComputeTaskManager``.
 

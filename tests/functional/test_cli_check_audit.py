@@ -37,8 +37,10 @@ session; everything they do goes over (intercepted) HTTP.
 import io
 import json
 import os
+import socket
 import tempfile
 
+import fixtures
 from keystoneauth1 import plugin as ks_plugin
 from keystoneauth1 import session as ks_session
 import openstack.connection
@@ -61,14 +63,17 @@ class HarnessAuth(ks_plugin.BaseAuthPlugin):
     :param endpoints: service type to URL; other services are absent
     """
 
-    def __init__(self, endpoints):
+    def __init__(self, endpoints, roles='reader,member,admin',
+                 user='admin'):
         super().__init__()
         self._endpoints = endpoints
+        self._roles = roles
+        self._user = user
 
     def get_headers(self, session, **kwargs):
-        return {'X-Auth-Token': 'admin', 'X-Auth-User': 'admin',
+        return {'X-Auth-Token': self._user, 'X-Auth-User': self._user,
                 'X-Auth-Project-Id': nova_fixtures.PROJECT_ID,
-                'X-Roles': 'reader,member,admin'}
+                'X-Roles': self._roles}
 
     def get_endpoint_data(self, session, *, endpoint_override=None,
                           discover_versions=True, service_type=None,
@@ -81,8 +86,8 @@ class HarnessAuth(ks_plugin.BaseAuthPlugin):
             discover_versions=discover_versions, **kwargs)
 
 
-class CheckAuditTest(base.ImageTraitsTestBase):
-    """Real servers on two nested hosts, judged by the commands."""
+class CLITestBase(base.ImageTraitsTestBase):
+    """Two nested hosts, and the commands run against them."""
 
     def setUp(self):
         super().setUp()
@@ -130,6 +135,10 @@ class CheckAuditTest(base.ImageTraitsTestBase):
         self.assertEqual(set(), {m for m, _u in self.sent} - {'GET'})
         return len([u for _m, u in self.sent if u])
 
+
+class CheckAuditTest(CLITestBase):
+    """Real servers on two nested hosts, judged by the commands."""
+
     # -- check -----------------------------------------------------------
 
     def test_check_allocated_child_every_strategy(self):
@@ -145,7 +154,8 @@ class CheckAuditTest(base.ImageTraitsTestBase):
         rc, rows, err = self.cli_json('check', server['id'], '--image', image,
                                       '--strategy', 'all')
 
-        self.assertEqual(0, rc, err)
+        # Some strategies refuse: exit code 3.
+        self.assertEqual(3, rc, err)
         by = {r['Strategy']: r for r in rows}
         self.assertEqual(
             {'held_providers': 'reject', 'reject': 'reject',
@@ -156,6 +166,10 @@ class CheckAuditTest(base.ImageTraitsTestBase):
         self.assertEqual(GOLD, by['root_traits']['Required'])
         self.assertIn("missing on this server's compute node",
                       by['root_traits']['Reason'])
+        # The cause and the detail are shown without -v.
+        self.assertEqual('traits-missing', by['root_traits']['Cause'])
+        self.assertIn('Detail', by['root_traits'])
+        self.assertEqual('-', by['tree_traits']['Cause'])
         self.assertEqual(0, by['reject']['Requests'])
         self.assertGreater(by['tree_traits']['Requests'], 0)
         # Read-only: one provider lookup and the decisions, all GETs.
@@ -182,6 +196,8 @@ class CheckAuditTest(base.ImageTraitsTestBase):
                                       'avx2-image', '--config-file', f.name)
 
         self.assertEqual(0, rc, err)
+        self.assertIn('configuration: %s; strategy root_traits' % f.name,
+                      err)
         self.assertEqual([('root_traits', 'accept', True)],
                          [(r['Strategy'], r['Outcome'], r['Allowed'])
                           for r in rows])
@@ -191,6 +207,31 @@ class CheckAuditTest(base.ImageTraitsTestBase):
         self.assertEqual(['held_providers'],
                          [r['Strategy'] for r in rows])
         self.assertEqual('accept', rows[0]['Outcome'])
+
+    def test_check_same_image_is_not_checked(self):
+        self.set_traits(self.root1, [])
+        image = self.create_image(required=[AVX2])
+        server = self.boot(self.small, self.glance.image1['id'],
+                           host='host1')
+        # The current image would fail every strategy but is not judged.
+        self.glance.update(None, self.glance.image1['id'], {
+            'properties': {'trait:%s' % AVX2: 'required'}})
+        del self.sent[:]
+
+        rc, rows, err = self.cli_json('check', server['id'], '--image',
+                                      self.glance.image1['id'])
+
+        self.assertEqual(0, rc, err)
+        self.assertEqual([('held_providers', 'not checked', True)],
+                         [(r['Strategy'], r['Outcome'], r['Allowed'])
+                          for r in rows])
+        self.assertIn('not checked: same image', rows[0]['Reason'])
+        self.assertEqual(0, self.placement_gets())
+
+        rc, rows, err = self.cli_json('check', server['id'], '--image',
+                                      image, '--strategy', 'root_traits')
+        self.assertEqual(3, rc, err)
+        self.assertEqual('reject', rows[0]['Outcome'])
 
     def test_check_unknown_server_fails_cleanly(self):
         rc, out, err = self.cli('check', 'no-such-server', '--image',
@@ -273,3 +314,118 @@ class CheckAuditTest(base.ImageTraitsTestBase):
         self.assertIn('3 servers on 1 nodes: 0 failed', err)
         self.assertNotIn('/resource_providers?name=host2',
                          [u for _m, u in self.sent])
+
+    def test_audit_unknown_host_is_an_error(self):
+        rc, out, err = self.cli('audit', '--host', 'hots1')
+        self.assertEqual(2, rc, err)
+        self.assertIn('No nova-compute service on host hots1', err)
+        self.assertEqual('', out)
+
+    def test_check_with_placement_down(self):
+        sock = socket.socket()
+        sock.bind(('127.0.0.1', 0))
+        closed = 'http://127.0.0.1:%d/' % sock.getsockname()[1]
+        sock.close()
+        session = ks_session.Session(auth=HarnessAuth({
+            'compute': self.api_fixture.base_url, 'placement': closed}))
+        self.conn = openstack.connection.Connection(session=session)
+        self.addCleanup(self.conn.close)
+        server = self.boot(self.small, self.glance.image1['id'],
+                           host='host1')
+        plain = self.create_image()
+        gold = self.create_image(required=[GOLD])
+
+        # An image that requires no trait needs no placement.
+        rc, rows, err = self.cli_json('check', server['id'], '--image',
+                                      plain)
+        self.assertEqual(0, rc, err)
+        self.assertEqual('accept', rows[0]['Outcome'])
+
+        rc, out, err = self.cli('check', server['id'], '--image', gold)
+        self.assertEqual(1, rc, err)
+        self.assertEqual('', out)
+        lines = [line for line in err.splitlines()
+                 if not line.startswith('check: configuration')]
+        self.assertEqual(1, len(lines), err)
+        self.assertIn('Placement is unreachable at %s' % closed, lines[0])
+        self.assertIn('onnect', lines[0])
+        self.assertNotIn('supported versions', err)
+
+        # audit says it once, not once per server.
+        self.boot(self.small, self.glance.image1['id'], host='host1')
+        rc, out, err = self.cli('audit', '--strategy', 'root_traits')
+        self.assertEqual(1, rc, err)
+        self.assertEqual(1, err.count('Placement is unreachable'), err)
+        self.assertNotIn('Cannot audit server', err)
+
+    def _glance_down(self):
+        def down(*args, **kwargs):
+            raise RuntimeError('glance is down')
+        for name in ('show', 'detail'):
+            self.useFixture(fixtures.MonkeyPatch(
+                'nova.tests.fixtures.GlanceFixture.%s' % name, down))
+
+    def test_image_service_down_is_one_line_not_no_such_image(self):
+        self.set_traits(self.root1, [AVX2])
+        image = self.create_image(required=[AVX2])
+        servers = [self.boot(self.small, image, host='host1')['id']
+                   for _i in range(3)]
+        self._glance_down()
+
+        rc, out, err = self.cli('check', servers[0], '--image', image,
+                                '--image-source', 'compute')
+        self.assertEqual(1, rc, err)
+        self.assertIn('HTTP 500', err)
+        self.assertIn('may be down', err)
+        self.assertNotIn('No image with name or ID', err)
+
+        rc, out, err = self.cli('audit', '--strategy', 'root_traits')
+        self.assertEqual(1, rc, err)
+        self.assertEqual(1, err.count('HTTP 500'), err)
+        self.assertNotIn('Cannot audit server', err)
+
+    def test_audit_skips_a_server_whose_image_was_deleted(self):
+        self.set_traits(self.root1, [AVX2])
+        image = self.create_image(required=[AVX2])
+        server = self.boot(self.small, image, host='host1')
+        self.glance.delete(None, image)
+
+        rc, rows, err = self.cli_json('audit', '--strategy', 'root_traits')
+
+        self.assertEqual(0, rc, err)
+        self.assertEqual([(server['id'], 'skipped')],
+                         [(r['Server'], r['Outcome']) for r in rows])
+        self.assertIn('was deleted', rows[0]['Reason'])
+        self.assertIn('0 failed, 1 skipped', err)
+
+    def test_audit_as_a_member_says_it_needs_an_administrator(self):
+        session = ks_session.Session(auth=HarnessAuth({
+            'compute': self.api_fixture.base_url,
+            'placement': self.placement_url}, roles='reader,member',
+            user='member'))
+        self.conn = openstack.connection.Connection(session=session)
+        self.addCleanup(self.conn.close)
+
+        rc, out, err = self.cli('audit')
+
+        self.assertEqual(2, rc, err)
+        self.assertIn('needs an administrator', err)
+        self.assertIn('403', err)
+
+    def test_audit_does_not_count_unscheduled_servers_as_a_node(self):
+        self.set_traits(self.root1, [AVX2])
+        image = self.create_image(required=[AVX2])
+        self.boot(self.small, image, host='host1')
+        self.flags(cores=2000, group='quota')
+        huge = self.create_flavor(vcpu=1000)
+        server = self.api.post_server({'server': self._build_server(
+            image_uuid=image, flavor_id=huge, networks='none')})
+        server = self.wait_until_settled(server)
+        self.assertEqual('ERROR', server['status'])
+
+        rc, rows, err = self.cli_json('audit', '--strategy', 'root_traits')
+
+        self.assertEqual(0, rc, err)
+        self.assertEqual({'accept', 'skipped'},
+                         {r['Outcome'] for r in rows})
+        self.assertIn('2 servers on 1 nodes: 0 failed, 1 skipped', err)

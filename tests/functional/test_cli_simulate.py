@@ -143,6 +143,42 @@ class SimulateTest(testtools.TestCase):
         self.assertIn("forbidden by the server's flavor",
                       seen['forbidden-by-flavor']['root_traits']['Reason'])
 
+    def test_default_is_a_compact_matrix_within_120_columns(self):
+        rc, out, err = run('simulate')
+
+        self.assertEqual(0, rc, err)
+        lines = out.splitlines()
+        self.assertLessEqual(max(len(line) for line in lines), 120, out)
+        cells = {}
+        for line in lines:
+            parts = [p.strip() for p in line.split('|')]
+            if len(parts) == 11 and parts[1] in SAMPLE_MATRIX:
+                cells[parts[1]] = parts[3:10]
+        self.assertEqual(
+            ['held', 'reject', 'root', 'tree', 'intree', 'alloc', '!'],
+            [p.strip() for p in lines[1].split('|')][3:10])
+        self.assertEqual(list(SAMPLE_MATRIX), list(cells))
+        short = {A: 'ok', R: 'no'}
+        for case, outcomes in SAMPLE_MATRIX.items():
+            expected = [short[o] for o in outcomes]
+            if case in FALLBACK_CASES:
+                expected[4] += '*'
+            self.assertEqual(expected, cells[case][:6], case)
+            self.assertEqual('!' if len(set(outcomes)) > 1 else '',
+                             cells[case][6], case)
+        self.assertIn('* = decided by the fallback strategy (root_traits)',
+                      out)
+        self.assertIn('intree = in_tree_candidates', out)
+
+    def test_long_is_the_per_decision_table(self):
+        rc, out, err = run('simulate', '--long', '--case', 'nowhere',
+                           '--strategy', 'root_traits')
+
+        self.assertEqual(0, rc, err)
+        header = [p.strip() for p in out.splitlines()[1].split('|')][1:-1]
+        self.assertEqual(list(simulate.Simulate.COLUMNS), header)
+        self.assertNotIn('ok = accept', out)
+
     def test_dot_marks_satisfying_and_missing_traits(self):
         rc, out, err = run('simulate', '--case', 'allocated-vgpu',
                            '--case', 'nowhere', '-f', 'dot')

@@ -1,0 +1,330 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""Read a real cloud for ``check`` and the audits, through openstacksdk.
+
+:class:`Cloud` reads, as an administrator: servers (their host and
+hypervisor node; compute API microversion 2.47 or later embeds the flavor
+with its extra specs), compute node resource providers
+(``GET /resource_providers?name=<hypervisor hostname>``) and image
+properties. Nothing is changed.
+
+Image properties come from the image service when the catalog has one;
+otherwise from nova's image proxy API (``GET /images/{id}`` at compute
+microversion 2.35, the last one that has it), which returns the same
+properties as ``metadata``.
+
+The placement client is built on first use, so that a decision that needs
+no placement works while placement is down, and an outage is reported in
+one line naming the service, its URL and the error.
+"""
+
+import collections
+import urllib.parse
+
+from oslo_log import log as logging
+
+from nova_image_traits import exception
+from nova_image_traits import flavor as nit_flavor
+from nova_image_traits import placement
+from nova_image_traits import request as nit_request
+
+LOG = logging.getLogger(__name__)
+
+#: The last compute API microversion with the image proxy API.
+IMAGE_PROXY_VERSION = '2.35'
+IMAGE_SOURCES = ('auto', 'image', 'compute')
+
+
+class LookupFailed(Exception):
+    """Something the command needs could not be read from the cloud."""
+
+
+class ImageNotFound(LookupFailed):
+    """The image service answered: there is no such image."""
+
+
+class ServiceUnavailable(LookupFailed):
+    """A service did not answer; every further request would fail too."""
+
+
+Target = collections.namedtuple('Target', [
+    'server_id', 'name', 'host', 'node', 'flavor', 'image_id',
+    'volume_backed'])
+Target.__doc__ = """A server as the commands see it: where and what it is.
+
+:ivar host: the compute service host, None when the server has none
+:ivar node: the hypervisor hostname, which names the node's provider
+:ivar flavor: the :class:`~nova_image_traits.flavor.Flavor`
+:ivar image_id: the current image, None for a volume-backed server
+"""
+
+
+def add_cloud_options(parser, argv):
+    """Add openstacksdk's ``--os-cloud`` and ``--os-*`` options.
+
+    :param argv: the command line, which openstacksdk peeks at to choose
+        the auth plugin whose options it adds
+    """
+    import openstack.config
+    openstack.config.OpenStackConfig().register_argparse_arguments(
+        parser, list(argv))
+    parser.add_argument(
+        '--image-source', choices=IMAGE_SOURCES, default='auto',
+        help='Where to read image properties: the image service, or '
+             "nova's image proxy API (compute microversion 2.35). auto "
+             'uses the image service when the catalog has one.')
+
+
+def connect(app, parsed_args):
+    """Return the application's connection, or one from the options."""
+    if app.connection is not None:
+        return app.connection
+    import openstack.config
+    import openstack.connection
+    before = getattr(app.options, 'os_cloud', None)
+    if before and not getattr(parsed_args, 'os_cloud', None):
+        # The cloud was named before the command.
+        parsed_args.os_cloud = before
+    region = openstack.config.OpenStackConfig().get_one(argparse=parsed_args)
+    return openstack.connection.Connection(config=region,
+                                           app_name='nova-image-traits')
+
+
+def _check_image_api(resp, name_or_id, found=True):
+    """Raise :class:`ServiceUnavailable` unless ``resp`` is a 404.
+
+    :param found: whether a 404 is acceptable (a name, not an ID)
+    """
+    if found and resp.status_code == 404:
+        return
+    raise ServiceUnavailable(
+        "Nova's image API (GET %s, compute microversion %s) answered HTTP "
+        '%s for image %s: the image service may be down' % (
+            urllib.parse.urlsplit(resp.request.url).path,
+            IMAGE_PROXY_VERSION, resp.status_code, name_or_id))
+
+
+class LazyClient(object):
+    """A placement client built the first time it is used.
+
+    :param factory: returns the real client
+    """
+
+    def __init__(self, factory):
+        self._factory = factory
+        self._client = None
+
+    def __getattr__(self, name):
+        if self._client is None:
+            self._client = self._factory()
+        return getattr(self._client, name)
+
+
+class Cloud(object):
+    """Read servers, flavors, images and compute node providers.
+
+    Image properties and node providers are cached, so each is read once.
+
+    :param conn: an ``openstack.connection.Connection`` with admin rights
+    :param conf: the ConfigOpts holding ``[image_traits]``
+    :param image_source: one of :data:`IMAGE_SOURCES`
+    """
+
+    def __init__(self, conn, conf, image_source='auto'):
+        self.conn = conn
+        #: Built on first use, so that a decision that needs no placement
+        #: (no traits, invalid names) works while placement is down.
+        self.client = LazyClient(self._placement_client)
+        self._conf = conf
+        if image_source == 'auto':
+            image_source = 'image' if conn.has_service('image') else (
+                'compute')
+        self.image_source = image_source
+        self._images = {}
+        self._nodes = {}
+
+    def _placement_client(self):
+        """A placement client, or one line naming placement and the error.
+
+        :raises ServiceUnavailable: when openstacksdk cannot reach
+            placement; its own message ("... exists but does not have any
+            supported versions") hides the cause, so the endpoint is asked
+            again
+        """
+        try:
+            return placement.PlacementClient(self.conn.placement)
+        except Exception as e:
+            try:
+                # NOTE: the catalog's URL, without version discovery.
+                url = self.conn.session.get_endpoint(
+                    service_type='placement',
+                    interface=self.conn.config.get_interface('placement'))
+            except Exception:
+                url = None
+            why = '%s: %s' % (type(e).__name__, e)
+            if url:
+                try:
+                    resp = self.conn.session.get(url, raise_exc=False)
+                    if resp.status_code != 200:
+                        why = 'HTTP %s from GET %s' % (resp.status_code,
+                                                       url)
+                except Exception as probe:
+                    why = '%s: %s' % (type(probe).__name__, probe)
+            raise ServiceUnavailable('Placement is unreachable at %s: %s' % (
+                url or '(no endpoint in the catalog)', why))
+
+    def find_server(self, name_or_id):
+        """Return the SDK server ``name_or_id``, in any project."""
+        server = self.conn.compute.find_server(
+            name_or_id, ignore_missing=True, all_projects=True)
+        if server is None:
+            raise LookupFailed('No server with name or ID %s' % name_or_id)
+        return server
+
+    def servers(self, host=None):
+        """Every server the caller can see, on ``host`` if given."""
+        query = {'compute_host': host} if host else {}
+        for server in self.conn.compute.servers(
+                details=True, all_projects=True, **query):
+            if host is None or server.compute_host == host:
+                yield server
+
+    def check_host(self, host):
+        """Raise :class:`LookupFailed` unless ``host`` runs nova-compute."""
+        services = list(self.conn.compute.services(binary='nova-compute',
+                                                   host=host))
+        if not [s for s in services if s.host == host]:
+            raise LookupFailed('No nova-compute service on host %s' % host)
+
+    def target(self, server):
+        """Return the :class:`Target` of an SDK server."""
+        image = getattr(server.image, 'id', None) or None
+        return Target(server_id=server.id, name=server.name,
+                      host=server.compute_host,
+                      node=server.hypervisor_hostname,
+                      flavor=self.flavor(server), image_id=image,
+                      volume_backed=image is None)
+
+    def flavor(self, server):
+        """The server's flavor, embedded since compute API 2.47."""
+        fl = server.flavor
+        if fl is None or getattr(fl, 'vcpus', None) is None:
+            fl = self.conn.compute.get_flavor(getattr(fl, 'id', fl),
+                                              get_extra_specs=True)
+        return nit_flavor.Flavor(
+            vcpus=int(fl.vcpus or 0), memory_mb=int(fl.ram or 0),
+            root_gb=int(fl.disk or 0), ephemeral_gb=int(fl.ephemeral or 0),
+            swap=int(fl.swap or 0), extra_specs=dict(fl.extra_specs or {}),
+            name=getattr(fl, 'original_name', None) or fl.name)
+
+    def node_provider(self, node):
+        """The UUID of the resource provider named ``node``.
+
+        Cached, failures included, so that a node costs one request however
+        many servers it has.
+
+        :raises LookupFailed: when placement has no such provider
+        """
+        if node not in self._nodes:
+            self._nodes[node] = self._lookup_node(node)
+        found = self._nodes[node]
+        if isinstance(found, LookupFailed):
+            raise found
+        return found
+
+    def _lookup_node(self, node):
+        opts = self._conf.image_traits
+        session = self.client.start(opts.decision_timeout,
+                                    opts.max_url_length)
+        try:
+            body = session.get('/resource_providers', [('name', node)],
+                               version='1.14')
+        except exception.PlacementError as e:
+            return LookupFailed('Cannot read the resource provider of node '
+                                '%s: %s' % (node, e.message))
+        found = body.get('resource_providers') or []
+        if len(found) != 1 or not isinstance(found[0], dict):
+            return LookupFailed('Placement has no resource provider named '
+                                '%s' % node)
+        return str(found[0].get('uuid'))
+
+    def image(self, name_or_id):
+        """Return ``(id, properties)`` of an image; cached."""
+        if name_or_id not in self._images:
+            try:
+                if self.image_source == 'image':
+                    found = self._from_image_service(name_or_id)
+                else:
+                    found = self._from_compute(name_or_id)
+            except ImageNotFound as e:
+                # Cached: a deleted image costs one lookup per audit.
+                self._images[name_or_id] = e
+                raise
+            self._images[name_or_id] = self._images[found[0]] = found
+        found = self._images[name_or_id]
+        if isinstance(found, LookupFailed):
+            raise found
+        return found
+
+    def _from_image_service(self, name_or_id):
+        try:
+            image = self.conn.image.find_image(name_or_id,
+                                               ignore_missing=True)
+        except Exception as e:
+            raise ServiceUnavailable(
+                'The image service did not answer for image %s: %s: %s' % (
+                    name_or_id, type(e).__name__, e))
+        if image is None:
+            raise ImageNotFound('No image with name or ID %s' % name_or_id)
+        return image.id, dict(image.properties or {})
+
+    def _from_compute(self, name_or_id):
+        compute = self.conn.compute
+        resp = compute.get('/images/%s' % urllib.parse.quote(
+            name_or_id, safe=''), microversion=IMAGE_PROXY_VERSION,
+            raise_exc=False)
+        if resp.status_code == 200:
+            image = resp.json()['image']
+        else:
+            _check_image_api(resp, name_or_id)
+            resp = compute.get('/images/detail?' + urllib.parse.urlencode(
+                {'name': name_or_id}), microversion=IMAGE_PROXY_VERSION,
+                raise_exc=False)
+            if resp.status_code != 200:
+                _check_image_api(resp, name_or_id, found=False)
+            images = resp.json().get('images', [])
+            # NOTE: filter again: not every image backend honours ?name=.
+            images = [i for i in images if i.get('name') == name_or_id]
+            if len(images) > 1:
+                raise LookupFailed('More than one image with name %s '
+                                   "(nova's image API)" % name_or_id)
+            if not images:
+                raise ImageNotFound('No image with name or ID %s (nova\'s '
+                                    'image API)' % name_or_id)
+            image = images[0]
+        return image['id'], dict(image.get('metadata') or {})
+
+    def request(self, target, image_props, original_props, image_id,
+                lookup=True):
+        """The :class:`RebuildRequest` for ``target`` and an image.
+
+        :param lookup: whether to look up the node's provider; a request
+            for an image that requires no valid trait needs none
+        """
+        return nit_request.RebuildRequest(
+            instance_uuid=target.server_id,
+            compute_node_uuid=self.node_provider(target.node) if lookup
+            else None,
+            image_properties=image_props, flavor=target.flavor,
+            original_image_properties=original_props,
+            is_volume_backed=target.volume_backed, host=target.host,
+            image_id=image_id)

@@ -1,0 +1,95 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""Which conductors run on this host, and with which launcher.
+
+Nothing a user can write is trusted: not a configuration file, a pid file
+or an environment variable. The kernel's process table is read instead:
+for every process under ``/proc``, its owner (the owner of
+``/proc/<pid>``) and its command line (``/proc/<pid>/cmdline``). Only
+processes owned by root or by the ``nova`` user count, so another user
+cannot fake a conductor by naming a process ``nova-image-traits-conductor``.
+A process is a conductor when its program, or the script its interpreter
+runs (``python3 /usr/bin/nova-conductor``), is named ``nova-conductor``
+(without the hook) or ``nova-image-traits-conductor`` (with it).
+
+Conductors in containers of their own PID namespace are not visible; run
+the check inside the conductor's container then.
+"""
+
+import collections
+import os
+import pwd
+
+#: Program names and whether they run the rebuild hook.
+HOOKED = 'nova-image-traits-conductor'
+PLAIN = 'nova-conductor'
+#: Users whose processes are trusted, besides root.
+TRUSTED_USERS = ('nova',)
+
+Conductor = collections.namedtuple('Conductor', ['pid', 'uid', 'hooked',
+                                                 'argv'])
+
+
+def trusted_uids(users=TRUSTED_USERS):
+    """Root's UID and the UIDs of ``users`` that exist here."""
+    uids = {0}
+    for user in users:
+        try:
+            uids.add(pwd.getpwnam(user).pw_uid)
+        except KeyError:
+            pass
+    return uids
+
+
+def _program(argv):
+    """The launcher a command line runs: a conductor name, or None."""
+    for arg in argv[:2]:
+        name = os.path.basename(arg)
+        if name in (HOOKED, PLAIN):
+            return name
+        if not name.startswith('python'):
+            # Only an interpreter's first argument is its script.
+            return None
+    return None
+
+
+def find(proc='/proc', uids=None):
+    """Return the :class:`Conductor` processes of this host.
+
+    :param proc: where the process table is mounted
+    :param uids: the trusted owners; root and ``nova`` by default
+    """
+    uids = trusted_uids() if uids is None else set(uids)
+    found = []
+    try:
+        entries = os.listdir(proc)
+    except OSError:
+        return found
+    for entry in sorted(entries, key=lambda e: (len(e), e)):
+        if not entry.isdigit():
+            continue
+        path = os.path.join(proc, entry)
+        try:
+            uid = os.stat(path).st_uid
+            with open(os.path.join(path, 'cmdline'), 'rb') as f:
+                raw = f.read()
+        except OSError:
+            # Gone meanwhile, or not ours to read.
+            continue
+        argv = [a.decode('utf-8', 'replace')
+                for a in raw.split(b'\0') if a]
+        program = _program(argv)
+        if program is None or uid not in uids:
+            continue
+        found.append(Conductor(pid=int(entry), uid=uid,
+                               hooked=program == HOOKED, argv=argv))
+    return found
