@@ -24,7 +24,10 @@ needs, it exits with an error before the service starts.
 # or of ours is imported.
 from nova.cmd import conductor as nova_conductor
 
+import functools
 import sys
+
+from oslo_log import log as oslo_logging
 
 
 def install_hook():
@@ -38,12 +41,33 @@ def install_hook():
     return hook
 
 
+def _log_installed_after_logging_setup(hook):
+    """Log the hook's "installed" line once nova has set up logging.
+
+    The hook is installed before ``nova.cmd.conductor.main()`` parses the
+    configuration and calls oslo.log's ``setup``; a line logged then would
+    reach no handler, so no log file would show that the hook is active.
+    Wrap ``setup`` for this process until it has run once.
+    """
+    original = oslo_logging.setup
+
+    @functools.wraps(original)
+    def setup(*args, **kwargs):
+        oslo_logging.setup = original
+        result = original(*args, **kwargs)
+        hook.log_installed()
+        return result
+
+    oslo_logging.setup = setup
+
+
 def main():
     try:
-        install_hook()
+        hook = install_hook()
     except Exception as e:
         sys.stderr.write('nova-image-traits-conductor: %s\n' % e)
         return 1
+    _log_installed_after_logging_setup(hook)
     return nova_conductor.main()
 
 

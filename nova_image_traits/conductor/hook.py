@@ -236,6 +236,15 @@ def install():
         setattr(cls, _VALIDATE, _mark(validate_image_traits_for_rebuild,
                                       originals[_VALIDATE]))
         _ORIGINALS.update(originals)
+
+
+def log_installed():
+    """Log the INFO line by which an operator sees the hook is active.
+
+    :func:`install` runs before nova has configured logging, so the
+    launcher calls this once nova's ``logging.setup`` has run.
+    """
+    if is_installed():
         LOG.info('nova-image-traits rebuild hook installed in '
                  'nova-conductor (nova %s).', _nova_version())
 
