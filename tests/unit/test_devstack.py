@@ -20,11 +20,14 @@ and checks the resulting files and calls.
 """
 
 import collections
+import importlib.util
 import os
 import subprocess
 
 import fixtures
 import testtools
+
+from nova_image_traits.conf import image_traits
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -120,6 +123,9 @@ class DevstackPluginTestCase(testtools.TestCase):
             'NOVA_COND_CONF': self.nova_conf,
             'NOVA_BIN_DIR': BIN_DIR,
             'SYSTEMD_DIR': os.path.join(self.tmp, 'systemd'),
+            # Most tests check the filter's configuration too; its default
+            # (off) is checked by TestSettings and TestOneSource.
+            'NOVA_IMAGE_TRAITS_ENABLE_FILTER': 'True',
             'NOVA_NUM_CELLS': '1',
             'CELLSV2_SETUP': 'superconductor',
             'ENABLED_SERVICES': ('key,n-api,n-api-meta,n-sch,n-cond,'
@@ -184,6 +190,7 @@ class TestSettings(DevstackPluginTestCase):
         return calls, settings
 
     def test_defines_plugin_and_defaults(self):
+        del self.env['NOVA_IMAGE_TRAITS_ENABLE_FILTER']
         calls, settings = self._settings()
         self.assertIn(('define_plugin', 'nova-image-traits'), calls)
         self.assertEqual({
@@ -192,7 +199,7 @@ class TestSettings(DevstackPluginTestCase):
             'NOVA_IMAGE_TRAITS_STRATEGY': 'in_tree_candidates',
             'NOVA_IMAGE_TRAITS_FALLBACK': 'root_traits',
             'NOVA_IMAGE_TRAITS_ON_ERROR': 'reject',
-            'NOVA_IMAGE_TRAITS_ENABLE_FILTER': 'True',
+            'NOVA_IMAGE_TRAITS_ENABLE_FILTER': 'False',
             'NOVA_IMAGE_TRAITS_ENABLE_HOOK': 'True',
         }, settings)
 
@@ -500,6 +507,67 @@ class TestVerify(DevstackPluginTestCase):
                       expect_rc=1)
         self.assertIn("n-cond-cell1 runs '%s/nova-conductor" % BIN_DIR,
                       self.output)
+
+
+class TestOneSource(DevstackPluginTestCase):
+    """README, devstack plugin and deployment job set the same options."""
+
+    def readme_blocks(self):
+        with open(os.path.join(ROOT, 'README.rst')) as f:
+            text = f.read()
+        section = text[text.index('Enable it\n'):text.index(
+            'Documentation\n')]
+        blocks = []
+        for block in section.split('.. code-block:: ini\n')[1:]:
+            lines = []
+            for line in block.splitlines()[1:]:
+                if line and not line.startswith('    '):
+                    break
+                lines.append(line[4:])
+            path = os.path.join(self.tmp, 'readme-%d.conf' % len(blocks))
+            self.write(path, '\n'.join(lines) + '\n')
+            blocks.append(read_ini(path))
+        return blocks
+
+    def deploy_job(self):
+        spec = importlib.util.spec_from_file_location(
+            'nit_deploy_job', os.path.join(ROOT, 'tools', 'deploy',
+                                           'deploy.py'))
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+
+    def test_image_traits_options_agree(self):
+        hook_block, filter_block = self.readme_blocks()
+        readme = dict(hook_block['image_traits'])
+        del self.env['NOVA_IMAGE_TRAITS_ENABLE_FILTER']
+        self.run_phase('stack', 'post-config')
+        devstack = dict(read_ini(self.nova_conf)['image_traits'])
+        job = self.deploy_job()
+        deployed = dict(job.IMAGE_TRAITS_OPTIONS,
+                        strategy=readme['strategy'])
+        self.assertEqual(readme, devstack)
+        self.assertEqual(readme, deployed)
+        # The strategy the README and devstack set is the package's
+        # default; the deployment job runs every strategy.
+        self.assertEqual(image_traits.ALL_OPTS[0].default,
+                         readme['strategy'])
+        self.assertEqual('strategy', image_traits.ALL_OPTS[0].name)
+
+    def test_hook_without_the_filter_everywhere(self):
+        hook_block, filter_block = self.readme_blocks()
+        self.assertNotIn('filter_scheduler', hook_block)
+        self.assertIn('ImageTraitsFilter', value(
+            filter_block, 'filter_scheduler', 'enabled_filters'))
+        del self.env['NOVA_IMAGE_TRAITS_ENABLE_FILTER']
+        self.run_phase('stack', 'post-config')
+        self.run_phase('stack', 'extra')
+        self.assertNotIn('ImageTraitsFilter', value(
+            read_ini(self.nova_conf), 'filter_scheduler', 'enabled_filters'))
+        self.assertIn('nova-image-traits-conductor', self.read(os.path.join(
+            self.tmp, 'systemd', 'devstack@n-super-cond.service')))
+        job = self.deploy_job()
+        self.assertNotIn('ImageTraitsFilter', job.NOVA_DEFAULT_FILTERS)
 
 
 class TestStubs(DevstackPluginTestCase):
