@@ -618,6 +618,7 @@ def main():
                 dep.phase('restart control (%s)' % strategy,
                           sc.restart_control, strategy)
             dep.phase('rebuilds (%s)' % strategy, sc.run_strategy, strategy)
+        dep.phase('tempest', sc.run_tempest, strategies[-1])
         dep.phase('logs hold no secret', sc.check_secrets)
         ok = True
     finally:
