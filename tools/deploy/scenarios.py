@@ -245,7 +245,11 @@ class Scenarios(object):
         """Our plugin's tests and tempest's own rebuild tests."""
         dep = self.dep
         ws = os.path.join(dep.work, 'tempest')
-        dep.run([os.path.join(deploy.BIN, 'tempest'), 'init', ws])
+        # A workspace file of our own, not ~/.tempest/workspace.yaml.
+        dep.run([os.path.join(deploy.BIN, 'tempest'), 'init',
+                 '--workspace-path', os.path.join(dep.work,
+                                                  'tempest-workspace.yaml'),
+                 ws])
         dep.write_conf(os.path.join(ws, 'etc', 'tempest.conf'), {
             # NOTE: tempest's own debug log is a client's, kept beside its
             # workspace and out of the services' logs that must hold no
@@ -278,7 +282,8 @@ class Scenarios(object):
                                         'attach_encrypted_volume': 'False'},
             'image': {'endpoint_type': 'public', 'region': 'RegionOne'},
             'placement': {'endpoint_type': 'public',
-                          'region': 'RegionOne'},
+                          'region': 'RegionOne',
+                          'max_microversion': 'latest'},
             'validation': {'run_validation': 'False'},
             'service_available': {'neutron': 'False', 'cinder': 'False',
                                   'swift': 'False', 'glance': 'True',

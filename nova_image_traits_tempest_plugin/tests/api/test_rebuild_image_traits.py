@@ -56,8 +56,7 @@ class RebuildWithImageTraitsTest(base.BaseV2ComputeAdminTest):
     @classmethod
     def _trait_name(cls, word):
         return ('CUSTOM_NIT_TEMPEST_%s_%s' % (
-            word, data_utils.rand_name(prefix='', randomize=True)
-        )).upper().replace('-', '_')
+            word, data_utils.rand_uuid_hex()[:12])).upper()
 
     @classmethod
     def _image(cls, trait):
