@@ -7,9 +7,11 @@
 # stack install      install the package into nova's Python environment
 # stack post-config  add ImageTraitsFilter to nova-scheduler's filters and
 #                    write the [image_traits] options
-# stack extra        restart the conductors as nova-image-traits-conductor
+# stack extra        restart the conductors as nova-image-traits-conductor,
+#                    then check that the filter and the hook survived
+#                    local.conf's post-config (see verify_nova_image_traits)
 # unstack            nothing of our own to stop
-# clean              remove from nova's configuration what this plugin added
+# clean              nothing: devstack's clean.sh deletes nova's configuration
 #
 # NOTE(nova-image-traits): devstack starts the conductors in lib/nova
 # (start_nova_conductor) with a hard-coded "$NOVA_BIN_DIR/nova-conductor"
@@ -31,7 +33,6 @@ NOVA_IMAGE_TRAITS_NOVA_ALL_FILTERS=nova.scheduler.filters.all_filters
 # nova's default [filter_scheduler] enabled_filters, used when nova.conf
 # does not set the option, so that appending our filter keeps nova's.
 NOVA_IMAGE_TRAITS_NOVA_DEFAULT_FILTERS=ComputeFilter,ComputeCapabilitiesFilter,ImagePropertiesFilter,ServerGroupAntiAffinityFilter,ServerGroupAffinityFilter
-NOVA_IMAGE_TRAITS_OPTIONS="strategy fallback_strategy on_placement_error"
 NOVA_IMAGE_TRAITS_CONDUCTOR=nova-image-traits-conductor
 
 
@@ -149,50 +150,65 @@ function unstack_nova_image_traits {
     :
 }
 
-# _nova_image_traits_remove_filter - take ImageTraitsFilter out of
-# available_filters and enabled_filters, leaving every other filter
-function _nova_image_traits_remove_filter {
-    local available
-    local kept=""
-    local f
-    available=$(iniget_multiline $NOVA_CONF filter_scheduler available_filters)
-    if _nova_image_traits_has $NOVA_IMAGE_TRAITS_FILTER_PATH $available; then
-        for f in $available; do
-            if [[ "$f" != "$NOVA_IMAGE_TRAITS_FILTER_PATH" ]]; then
-                kept="$kept $f"
-            fi
-        done
-        # shellcheck disable=SC2086
-        iniset_multiline $NOVA_CONF filter_scheduler available_filters $kept
-    fi
-
-    local enabled
-    enabled=$(iniget $NOVA_CONF filter_scheduler enabled_filters)
-    enabled=${enabled// /}
-    if [[ ",$enabled," == *",$NOVA_IMAGE_TRAITS_FILTER_NAME,"* ]]; then
-        enabled=",$enabled,"
-        enabled=${enabled//,$NOVA_IMAGE_TRAITS_FILTER_NAME,/,}
-        enabled=${enabled#,}
-        enabled=${enabled%,}
-        iniset $NOVA_CONF filter_scheduler enabled_filters "$enabled"
-    fi
+# clean_nova_image_traits - an honest no-op: devstack's clean.sh deletes
+# $NOVA_CONF_DIR, with everything this plugin wrote there, right after the
+# plugins' clean phase; the package stays in nova's environment like every
+# other project devstack installed.
+function clean_nova_image_traits {
+    :
 }
 
-# clean_nova_image_traits - remove only what this plugin added to nova's
-# configuration files
-function clean_nova_image_traits {
-    if [[ -f $NOVA_CONF ]]; then
-        _nova_image_traits_remove_filter
+# _nova_image_traits_conductor_services - the conductor services the hook
+# runs in, as devstack names them
+function _nova_image_traits_conductor_services {
+    if [[ "${CELLSV2_SETUP}" == "singleconductor" ]]; then
+        if is_service_enabled n-cond; then
+            echo n-cond
+        fi
+        return
     fi
-    local conf
-    local opt
-    for conf in $NOVA_CONF $(_nova_image_traits_conductor_confs); do
-        if [[ -f $conf ]]; then
-            for opt in $NOVA_IMAGE_TRAITS_OPTIONS; do
-                inidelete $conf image_traits $opt
-            done
+    if is_service_enabled n-super-cond; then
+        echo n-super-cond
+    fi
+    local i
+    for i in $(seq 1 ${NOVA_NUM_CELLS:-1}); do
+        if is_service_enabled n-cond-cell${i}; then
+            echo n-cond-cell${i}
         fi
     done
+}
+
+# verify_nova_image_traits - fail loudly when the deployment lost what this
+# plugin configured. devstack merges local.conf's post-config sections
+# AFTER the plugins' post-config phase: a local.conf enabled_filters drops
+# ImageTraitsFilter silently, and a local.conf available_filters leaves it
+# enabled but not available, so that nova-scheduler refuses to start.
+# "stack extra" runs after that merge, so it can check.
+function verify_nova_image_traits {
+    if is_service_enabled n-sch && [[ "$NOVA_IMAGE_TRAITS_ENABLE_FILTER" == "True" ]]; then
+        local available
+        available=$(iniget_multiline $NOVA_CONF filter_scheduler available_filters)
+        # shellcheck disable=SC2086
+        if ! _nova_image_traits_has $NOVA_IMAGE_TRAITS_FILTER_PATH $available; then
+            die $LINENO "nova-image-traits: [filter_scheduler] available_filters in $NOVA_CONF lacks $NOVA_IMAGE_TRAITS_FILTER_PATH (local.conf's post-config, merged after the plugin's, replaced it); add it there or set NOVA_IMAGE_TRAITS_ENABLE_FILTER=False"
+        fi
+        local enabled
+        enabled=$(iniget $NOVA_CONF filter_scheduler enabled_filters)
+        enabled=${enabled// /}
+        if [[ ",$enabled," != *",$NOVA_IMAGE_TRAITS_FILTER_NAME,"* ]]; then
+            die $LINENO "nova-image-traits: [filter_scheduler] enabled_filters in $NOVA_CONF lacks $NOVA_IMAGE_TRAITS_FILTER_NAME (local.conf's post-config, merged after the plugin's, replaced it); append it there or set NOVA_IMAGE_TRAITS_ENABLE_FILTER=False"
+        fi
+    fi
+    if [[ "$NOVA_IMAGE_TRAITS_ENABLE_HOOK" == "True" ]]; then
+        local service
+        local command
+        for service in $(_nova_image_traits_conductor_services); do
+            command=$(iniget "$SYSTEMD_DIR/devstack@$service.service" Service ExecStart)
+            if [[ "$command" != *"/$NOVA_IMAGE_TRAITS_CONDUCTOR "* ]]; then
+                die $LINENO "nova-image-traits: $service runs '$command', not $NOVA_IMAGE_TRAITS_CONDUCTOR"
+            fi
+        done
+    fi
 }
 
 
@@ -207,6 +223,7 @@ elif [[ "$1" == "stack" && "$2" == "extra" ]]; then
         echo_summary "Restarting nova-conductor with the nova-image-traits rebuild hook"
         start_nova_image_traits_conductors
     fi
+    verify_nova_image_traits
 fi
 
 if [[ "$1" == "unstack" ]]; then

@@ -19,9 +19,8 @@ and image on its host, as at boot. Hosts marked ``full`` then have their
 remaining VCPU consumed. Every strategy then judges every rebuild case.
 """
 
-import importlib.metadata
+import importlib.resources
 import os
-import sys
 import urllib.parse
 import uuid as uuid_lib
 
@@ -32,7 +31,6 @@ from keystoneauth1 import token_endpoint
 from oslo_log import log as logging
 from stevedore import extension
 
-import nova_image_traits
 from nova_image_traits import cli
 from nova_image_traits.cli import compact
 from nova_image_traits.cli import dot
@@ -44,7 +42,7 @@ from nova_image_traits import traits as nit_traits
 LOG = logging.getLogger(__name__)
 
 SAMPLE = 'sample-cloud.yaml'
-DATA_DIR = os.path.join('etc', 'nova-image-traits')
+SAMPLE_PACKAGE = 'nova_image_traits.simulate'
 PROJECT = 'simulated-project'
 USER = 'simulated-user'
 
@@ -52,31 +50,21 @@ USER = 'simulated-user'
 def default_scenario_path():
     """Return the path of the bundled sample scenario.
 
-    A source checkout (an editable install) uses its own ``etc/``; an
-    installed package finds the copy pbr installed as data files under
+    The sample ships inside the package (``nova_image_traits/simulate/``)
+    and is found through :mod:`importlib.resources`, so a source checkout,
+    an editable install and an installed wheel all read the same file. A
+    copy for deployers to edit is also installed under
     ``<prefix>/etc/nova-image-traits/``.
 
-    :raises UsageError: when no copy can be found
+    :raises UsageError: when the package holds no sample
     """
-    top = os.path.dirname(os.path.dirname(os.path.abspath(
-        nova_image_traits.__file__)))
-    candidates = []
-    if os.path.exists(os.path.join(top, 'setup.cfg')):
-        candidates.append(os.path.join(top, DATA_DIR, SAMPLE))
-    try:
-        for entry in importlib.metadata.files('nova-image-traits') or ():
-            if str(entry).replace(os.sep, '/').endswith(
-                    'etc/nova-image-traits/' + SAMPLE):
-                candidates.append(str(entry.locate()))
-    except importlib.metadata.PackageNotFoundError:
-        pass
-    for prefix in (sys.prefix, sys.base_prefix, '/usr/local', '/usr', '/'):
-        candidates.append(os.path.join(prefix, DATA_DIR, SAMPLE))
-    for path in candidates:
-        if os.path.exists(path):
-            return os.path.realpath(path)
-    raise cli.UsageError('cannot find the bundled %s; give --scenario FILE'
-                         % SAMPLE)
+    resource = importlib.resources.files(SAMPLE_PACKAGE) / SAMPLE
+    if not resource.is_file():
+        raise cli.UsageError('cannot find the bundled %s; give --scenario '
+                             'FILE' % SAMPLE)
+    # NOTE: a package installed on a file system (a wheel, an editable
+    # install) gives a real path; scenario.load() reads paths.
+    return os.path.realpath(str(resource))
 
 
 def _candidate_query(query, root=None, image_traits=()):

@@ -27,7 +27,10 @@ service starts.
 # or of ours is imported.
 from nova.cmd import conductor as nova_conductor
 
+import functools
 import sys
+
+from oslo_log import log as oslo_logging
 
 
 def install_hook():
@@ -76,6 +79,26 @@ def on_unsupported_nova(argv):
         return 'run_nova_check'
 
 
+def _after_logging_setup(report):
+    """Call ``report()`` once nova has set up logging.
+
+    The hook is installed before ``nova.cmd.conductor.main()`` parses the
+    configuration and calls oslo.log's ``setup``; a line logged then would
+    reach no handler, so no log file would show whether the hook is active.
+    Wrap ``setup`` for this process until it has run once.
+    """
+    original = oslo_logging.setup
+
+    @functools.wraps(original)
+    def setup(*args, **kwargs):
+        oslo_logging.setup = original
+        result = original(*args, **kwargs)
+        report()
+        return result
+
+    oslo_logging.setup = setup
+
+
 def main():
     from nova_image_traits.conductor import hook
     try:
@@ -84,10 +107,14 @@ def main():
         if on_unsupported_nova(sys.argv[1:]) == 'refuse_to_start':
             sys.stderr.write('nova-image-traits-conductor: %s\n' % e)
             return 1
+        # NOTE: to stderr now, and to nova's log once it is set up.
         hook.report_unsupported(e)
+        _after_logging_setup(lambda: hook.report_unsupported(e, again=True))
     except Exception as e:
         sys.stderr.write('nova-image-traits-conductor: %s\n' % e)
         return 1
+    else:
+        _after_logging_setup(hook.log_installed)
     return nova_conductor.main()
 
 

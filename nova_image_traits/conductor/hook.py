@@ -108,17 +108,19 @@ class HookInstallError(nit_exception.NovaImageTraitsException):
 UNSUPPORTED = None
 
 
-def report_unsupported(error):
+def report_unsupported(error, again=False):
     """Record and log, once per process, that the hook is not active.
 
     The conductor then runs with nova's own image traits check, which
     :func:`install` left untouched.
 
     :param error: the :class:`HookInstallError`
+    :param again: log it even if it was already, as the launcher does
+        once nova has set up logging (the first line went to stderr)
     """
     global UNSUPPORTED
     with _LOCK:
-        if UNSUPPORTED is not None:
+        if UNSUPPORTED is not None and not again:
             return
         UNSUPPORTED = str(error)
     LOG.critical('%s The conductor starts with nova\'s own image traits '
@@ -277,6 +279,15 @@ def install():
         setattr(cls, _VALIDATE, _mark(validate_image_traits_for_rebuild,
                                       originals[_VALIDATE]))
         _ORIGINALS.update(originals)
+
+
+def log_installed():
+    """Log the INFO line by which an operator sees the hook is active.
+
+    :func:`install` runs before nova has configured logging, so the
+    launcher calls this once nova's ``logging.setup`` has run.
+    """
+    if is_installed():
         LOG.info('nova-image-traits rebuild hook installed in '
                  'nova-conductor (nova %s).', _nova_version())
 

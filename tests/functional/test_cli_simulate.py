@@ -230,7 +230,7 @@ class SimulateTest(testtools.TestCase):
     def test_default_scenario_is_the_bundled_one(self):
         path = simulate.default_scenario_path()
         self.assertTrue(path.endswith(os.path.join(
-            'etc', 'nova-image-traits', 'sample-cloud.yaml')))
+            'nova_image_traits', 'simulate', 'sample-cloud.yaml')))
         self.assertTrue(os.path.exists(path))
 
     def _assert_broken(self, text, line, field, words):

@@ -214,6 +214,14 @@ function setup_install { _stub_record setup_install "$@"; }
 function pip_install { _stub_record pip_install "$@"; }
 function enable_python3_package { _stub_record enable_python3_package "$@"; }
 function enable_service { _stub_record enable_service "$@"; }
-function run_process { _stub_record run_process "$@"; }
+# run_process SERVICE COMMAND - as devstack under systemd, write the unit's
+# ExecStart (when SYSTEMD_DIR is set)
+function run_process {
+    _stub_record run_process "$@"
+    if [[ -n "${SYSTEMD_DIR:-}" ]]; then
+        mkdir -p "$SYSTEMD_DIR"
+        printf '[Service]\nExecStart = %s\n' "$2" > "$SYSTEMD_DIR/devstack@$1.service"
+    fi
+}
 function stop_process { _stub_record stop_process "$@"; }
 function restart_service { _stub_record restart_service "$@"; }

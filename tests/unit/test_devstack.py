@@ -20,11 +20,14 @@ and checks the resulting files and calls.
 """
 
 import collections
+import importlib.util
 import os
 import subprocess
 
 import fixtures
 import testtools
+
+from nova_image_traits.conf import image_traits
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -34,8 +37,9 @@ PLUGIN = os.path.join(ROOT, 'devstack', 'plugin.sh')
 
 FILTER_PATH = 'nova_image_traits.filters.image_traits_filter.ImageTraitsFilter'
 ALL_FILTERS = 'nova.scheduler.filters.all_filters'
-# What devstack's lib/nova (create_nova_conf) writes.
-DEVSTACK_FILTERS = ('AvailabilityZoneFilter,ComputeFilter,'
+# What devstack's lib/nova (create_nova_conf) writes: its NOVA_FILTERS,
+# which no longer has AvailabilityZoneFilter (dropped in 2023).
+DEVSTACK_FILTERS = ('ComputeFilter,'
                     'ComputeCapabilitiesFilter,ImagePropertiesFilter,'
                     'ServerGroupAntiAffinityFilter,ServerGroupAffinityFilter,'
                     'SameHostFilter,DifferentHostFilter')
@@ -118,6 +122,10 @@ class DevstackPluginTestCase(testtools.TestCase):
             'NOVA_CONF': self.nova_conf,
             'NOVA_COND_CONF': self.nova_conf,
             'NOVA_BIN_DIR': BIN_DIR,
+            'SYSTEMD_DIR': os.path.join(self.tmp, 'systemd'),
+            # Most tests check the filter's configuration too; its default
+            # (off) is checked by TestSettings and TestOneSource.
+            'NOVA_IMAGE_TRAITS_ENABLE_FILTER': 'True',
             'NOVA_NUM_CELLS': '1',
             'CELLSV2_SETUP': 'superconductor',
             'ENABLED_SERVICES': ('key,n-api,n-api-meta,n-sch,n-cond,'
@@ -135,7 +143,7 @@ class DevstackPluginTestCase(testtools.TestCase):
         with open(path) as f:
             return f.read()
 
-    def run_bash(self, script, *args, **env):
+    def run_bash(self, script, *args, expect_rc=0, **env):
         """Run ``script`` after sourcing the stubs; return the calls made."""
         if os.path.exists(self.log):
             os.unlink(self.log)
@@ -147,7 +155,8 @@ class DevstackPluginTestCase(testtools.TestCase):
             stderr=subprocess.STDOUT, universal_newlines=True, timeout=120)
         self.addDetail('bash-output-%d' % id(proc),
                        testtools.content.text_content(proc.stdout))
-        self.assertEqual(0, proc.returncode, proc.stdout)
+        self.assertEqual(expect_rc, proc.returncode, proc.stdout)
+        self.output = proc.stdout
         if not os.path.exists(self.log):
             return []
         with open(self.log) as f:
@@ -158,6 +167,12 @@ class DevstackPluginTestCase(testtools.TestCase):
         return self.run_bash(
             'source "%s"\nsource "%s" "$@"' % (SETTINGS, PLUGIN),
             *args, **env)
+
+    def unit(self, service, command):
+        d = os.path.join(self.tmp, 'systemd')
+        os.makedirs(d, exist_ok=True)
+        self.write(os.path.join(d, 'devstack@%s.service' % service),
+                   '[Service]\nExecStart = %s\n' % command)
 
     def calls_of(self, calls, name):
         return [c[1:] for c in calls if c[0] == name]
@@ -175,6 +190,7 @@ class TestSettings(DevstackPluginTestCase):
         return calls, settings
 
     def test_defines_plugin_and_defaults(self):
+        del self.env['NOVA_IMAGE_TRAITS_ENABLE_FILTER']
         calls, settings = self._settings()
         self.assertIn(('define_plugin', 'nova-image-traits'), calls)
         self.assertEqual({
@@ -183,7 +199,7 @@ class TestSettings(DevstackPluginTestCase):
             'NOVA_IMAGE_TRAITS_STRATEGY': 'held_providers',
             'NOVA_IMAGE_TRAITS_FALLBACK': 'root_traits',
             'NOVA_IMAGE_TRAITS_ON_ERROR': 'reject',
-            'NOVA_IMAGE_TRAITS_ENABLE_FILTER': 'True',
+            'NOVA_IMAGE_TRAITS_ENABLE_FILTER': 'False',
             'NOVA_IMAGE_TRAITS_ENABLE_HOOK': 'True',
         }, settings)
 
@@ -363,6 +379,10 @@ enabled_filters = ComputeFilter,ImageTraitsFilter,ImagePropertiesFilter
 
 class TestExtra(DevstackPluginTestCase):
 
+    def setUp(self):
+        super().setUp()
+        self.run_phase('stack', 'post-config')
+
     def test_conductors_restarted_with_hook(self):
         calls = self.run_phase('stack', 'extra')
         hook = BIN_DIR + '/nova-image-traits-conductor --config-file '
@@ -422,43 +442,132 @@ class TestUnstackAndClean(DevstackPluginTestCase):
         self.assertEqual(before, self.read(self.nova_conf))
         self.assertEqual([], self.calls_of(calls, 'run_process'))
 
-    def test_clean_removes_only_what_was_added(self):
-        self.write(self.nova_conf, """\
-[DEFAULT]
-debug = True
-
-[filter_scheduler]
-available_filters = nova.scheduler.filters.all_filters
-available_filters = my_filters.MyFilter
-enabled_filters = MyFilter,ComputeFilter
-
-[image_traits]
-max_image_traits = 32
-""")
-        before = read_ini(self.nova_conf)
+    def test_clean_is_a_no_op(self):
+        # devstack's clean.sh deletes $NOVA_CONF_DIR right after the
+        # plugins' clean phase.
         self.run_phase('stack', 'post-config')
-        self.run_phase('clean')
-        self.assertEqual(before, read_ini(self.nova_conf))
-        self.assertEqual([], read_ini(self.cell_conf).get('image_traits',
-                                                          []))
+        before = (self.read(self.nova_conf), self.read(self.cell_conf))
+        calls = self.run_phase('clean')
+        self.assertEqual(before, (self.read(self.nova_conf),
+                                  self.read(self.cell_conf)))
+        self.assertEqual([], [c for c in calls if c[0] not in (
+            'echo_summary', 'define_plugin')])
 
-    def test_clean_after_default_post_config(self):
+
+class TestVerify(DevstackPluginTestCase):
+    """stack extra fails loudly when local.conf undid the plugin."""
+
+    def setUp(self):
+        super().setUp()
         self.run_phase('stack', 'post-config')
-        self.run_phase('clean')
-        ini = read_ini(self.nova_conf)
-        self.assertEqual(DEVSTACK_FILTERS,
-                         value(ini, 'filter_scheduler', 'enabled_filters'))
-        # nova.scheduler.filters.all_filters is nova's own default value of
-        # available_filters, so keeping it changes nothing.
-        self.assertEqual([ALL_FILTERS], values(ini, 'filter_scheduler',
-                                               'available_filters'))
-        self.assertEqual([], ini.get('image_traits', []))
 
-    def test_clean_without_nova_conf(self):
-        os.unlink(self.nova_conf)
-        os.unlink(self.cell_conf)
-        self.run_phase('clean')
-        self.assertFalse(os.path.exists(self.nova_conf))
+    def override(self, option, *values):
+        """What devstack's merge of local.conf's post-config does."""
+        self.run_bash('iniset_multiline "%s" filter_scheduler %s %s' % (
+            self.nova_conf, option, ' '.join(values)))
+
+    def test_passes_after_post_config_and_restart(self):
+        self.run_phase('stack', 'extra')
+        self.assertIn(BIN_DIR + '/nova-image-traits-conductor', self.read(
+            os.path.join(self.tmp, 'systemd',
+                         'devstack@n-super-cond.service')))
+
+    def test_enabled_filters_replaced_by_local_conf(self):
+        self.override('enabled_filters', 'ComputeFilter')
+        calls = self.run_phase('stack', 'extra', expect_rc=1)
+        self.assertIn('enabled_filters', self.output)
+        self.assertIn('lacks ImageTraitsFilter', self.output)
+        self.assertEqual(1, len(self.calls_of(calls, 'die')))
+
+    def test_available_filters_replaced_by_local_conf(self):
+        self.override('available_filters', ALL_FILTERS)
+        self.run_phase('stack', 'extra', expect_rc=1)
+        self.assertIn('available_filters', self.output)
+        self.assertIn('lacks ' + FILTER_PATH, self.output)
+
+    def test_filter_checks_skipped_when_filter_disabled(self):
+        self.override('enabled_filters', 'ComputeFilter')
+        self.run_phase('stack', 'extra',
+                       NOVA_IMAGE_TRAITS_ENABLE_FILTER='False')
+
+    def test_conductors_never_restarted_with_the_hook(self):
+        self.unit('n-cond-cell1',
+                  BIN_DIR + '/nova-conductor --config-file ' + self.cell_conf)
+        self.run_bash('source "%s"\nsource "%s"\n'
+                      'verify_nova_image_traits' % (SETTINGS, PLUGIN),
+                      expect_rc=1)
+        self.assertIn('n-super-cond runs', self.output)
+
+    def test_conductor_unit_rewritten_after_the_restart(self):
+        self.run_phase('stack', 'extra')
+        self.unit('n-cond-cell1',
+                  BIN_DIR + '/nova-conductor --config-file ' + self.cell_conf)
+        self.run_bash('source "%s"\nsource "%s"\n'
+                      'verify_nova_image_traits' % (SETTINGS, PLUGIN),
+                      expect_rc=1)
+        self.assertIn("n-cond-cell1 runs '%s/nova-conductor" % BIN_DIR,
+                      self.output)
+
+
+class TestOneSource(DevstackPluginTestCase):
+    """README, devstack plugin and deployment job set the same options."""
+
+    def readme_blocks(self):
+        with open(os.path.join(ROOT, 'README.rst')) as f:
+            text = f.read()
+        section = text[text.index('Enable it\n'):text.index(
+            'Documentation\n')]
+        blocks = []
+        for block in section.split('.. code-block:: ini\n')[1:]:
+            lines = []
+            for line in block.splitlines()[1:]:
+                if line and not line.startswith('    '):
+                    break
+                lines.append(line[4:])
+            path = os.path.join(self.tmp, 'readme-%d.conf' % len(blocks))
+            self.write(path, '\n'.join(lines) + '\n')
+            blocks.append(read_ini(path))
+        return blocks
+
+    def deploy_job(self):
+        spec = importlib.util.spec_from_file_location(
+            'nit_deploy_job', os.path.join(ROOT, 'tools', 'deploy',
+                                           'deploy.py'))
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+
+    def test_image_traits_options_agree(self):
+        hook_block, filter_block = self.readme_blocks()
+        readme = dict(hook_block['image_traits'])
+        del self.env['NOVA_IMAGE_TRAITS_ENABLE_FILTER']
+        self.run_phase('stack', 'post-config')
+        devstack = dict(read_ini(self.nova_conf)['image_traits'])
+        job = self.deploy_job()
+        deployed = dict(job.IMAGE_TRAITS_OPTIONS,
+                        strategy=readme['strategy'])
+        self.assertEqual(readme, devstack)
+        self.assertEqual(readme, deployed)
+        # The strategy the README and devstack set is the package's
+        # default; the deployment job runs every strategy.
+        self.assertEqual(image_traits.ALL_OPTS[0].default,
+                         readme['strategy'])
+        self.assertEqual('strategy', image_traits.ALL_OPTS[0].name)
+
+    def test_hook_without_the_filter_everywhere(self):
+        hook_block, filter_block = self.readme_blocks()
+        self.assertNotIn('filter_scheduler', hook_block)
+        self.assertIn('ImageTraitsFilter', value(
+            filter_block, 'filter_scheduler', 'enabled_filters'))
+        del self.env['NOVA_IMAGE_TRAITS_ENABLE_FILTER']
+        self.run_phase('stack', 'post-config')
+        self.run_phase('stack', 'extra')
+        self.assertNotIn('ImageTraitsFilter', value(
+            read_ini(self.nova_conf), 'filter_scheduler', 'enabled_filters'))
+        self.assertIn('nova-image-traits-conductor', self.read(os.path.join(
+            self.tmp, 'systemd', 'devstack@n-super-cond.service')))
+        job = self.deploy_job()
+        self.assertNotIn('ImageTraitsFilter', job.NOVA_DEFAULT_FILTERS)
 
 
 class TestStubs(DevstackPluginTestCase):

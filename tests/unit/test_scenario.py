@@ -103,8 +103,9 @@ class ScenarioLoadTest(base.TestCase):
         self.assertEqual(34, scn.servers[0].lines['host'])
 
     def test_bundled_sample_is_valid(self):
-        path = os.path.join(os.path.dirname(__file__), '..', '..', 'etc',
-                            'nova-image-traits', 'sample-cloud.yaml')
+        path = os.path.join(os.path.dirname(__file__), '..', '..',
+                            'nova_image_traits', 'simulate',
+                            'sample-cloud.yaml')
         scn = scenario.load(path)
         self.assertGreaterEqual(len(scn.cases), 10)
         self.assertTrue(any(h.full for h in scn.hosts))

@@ -339,6 +339,15 @@ _LAUNCHER_PROBE = textwrap.dedent('''
         })
         return 0
 
+    def probe_logging(log_file):
+        # What nova's main() does first: parse the configuration, then set
+        # up logging, which writes to log_file.
+        nova_conductor.config.parse_args(
+            ['nova-conductor', '--log-file', log_file])
+        nova_conductor.logging.setup(nova_conductor.CONF, 'nova')
+        called.append({'log_file': log_file})
+        return 0
+
     if 'break-nova' in sys.argv:
         sys.argv.remove('break-nova')
         del manager.ComputeTaskManager._validate_image_traits_for_rebuild
@@ -350,7 +359,10 @@ _LAUNCHER_PROBE = textwrap.dedent('''
                              image_ref, orig_sys_metadata, request_spec):
             pass
         manager.ComputeTaskManager.rebuild_instance = rebuild_instance
-    nova_conductor.main = probe
+    if sys.argv[1:2] == ['log-file']:
+        nova_conductor.main = lambda: probe_logging(sys.argv[2])
+    else:
+        nova_conductor.main = probe
     rc = launcher.main()
     print(json.dumps({'rc': rc, 'called': called}))
 ''')
@@ -378,6 +390,21 @@ class ConductorActivationTest(oslo_base.BaseTestCase):
             {'ours': True, 'installed': True, 'filter_imported': False,
              'nova_check': False}]},
             result)
+
+    def test_installed_line_reaches_the_conductor_log(self):
+        # The hook is installed before nova sets up logging; the launcher
+        # logs the line once nova's logging.setup has run, so it is in the
+        # log file an operator reads.
+        log_file = os.path.join(self.useFixture(
+            fixtures.TempDir()).path, 'conductor.log')
+        result, _stderr = self._run_launcher('log-file', log_file)
+        self.assertEqual({'rc': 0, 'called': [{'log_file': log_file}]},
+                         result)
+        with open(log_file) as f:
+            lines = [line for line in f
+                     if 'nova-image-traits rebuild hook installed' in line]
+        self.assertEqual(1, len(lines), lines)
+        self.assertIn(' INFO nova_image_traits.conductor.hook ', lines[0])
 
     def _conf_file(self, value):
         path = os.path.join(self.useFixture(fixtures.TempDir()).path,

@@ -1,0 +1,150 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""The package as a deployer installs it: a wheel, not an editable install.
+
+From a clean ``git clone`` of this repository (its committed ``HEAD``),
+``python -m build`` makes the sdist and, from the sdist, the wheel. The
+wheel goes into a fresh virtualenv beside ``nova==34.*`` (with this
+repository's ``upper-constraints.txt``), and the installed console scripts
+run from a directory outside any source tree.
+
+It takes a few minutes (pip's cache makes a second run faster), so it
+runs only with ``NIT_PACKAGING=1``; ``.ci/run`` sets it. Needs ``git`` and
+a package index.
+"""
+
+import glob
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+
+import testtools
+
+TOP = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+SAMPLE = 'sample-cloud.yaml'
+GENERATOR_CONF = 'nova-image-traits-config-generator.conf'
+
+
+def _run(cmd, cwd, env=None, timeout=1200):
+    proc = subprocess.run(cmd, cwd=cwd, env=env, timeout=timeout,
+                          stdin=subprocess.DEVNULL, capture_output=True,
+                          text=True)
+    if proc.returncode:
+        raise AssertionError('%s exited %d\nstdout:\n%s\nstderr:\n%s' % (
+            ' '.join(cmd), proc.returncode, proc.stdout[-4000:],
+            proc.stderr[-4000:]))
+    return proc.stdout
+
+
+def _clean_env(venv):
+    """The environment of a shell with only ``venv`` activated."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(('PYTHON', 'VIRTUAL_ENV', 'TOX_'))}
+    env['PATH'] = os.path.join(venv, 'bin') + os.pathsep + env.get(
+        'PATH', '')
+    env['VIRTUAL_ENV'] = venv
+    return env
+
+
+@testtools.skipUnless(os.environ.get('NIT_PACKAGING'),
+                      'set NIT_PACKAGING=1 to build and install the wheel')
+class TestInstalledWheel(testtools.TestCase):
+    """One test: stestr's workers would otherwise each build and install."""
+
+    def setUp(self):
+        super().setUp()
+        self.work = tempfile.mkdtemp(prefix='nit-packaging-')
+        self.addCleanup(shutil.rmtree, self.work, ignore_errors=True)
+
+    def build(self):
+        src = os.path.join(self.work, 'src')
+        _run(['git', 'clone', '--quiet', TOP, src], cwd=self.work)
+        self.venv = os.path.join(self.work, 'venv')
+        _run([sys.executable, '-m', 'venv', self.venv], cwd=self.work)
+        self.env = _clean_env(self.venv)
+        self.pip = [os.path.join(self.venv, 'bin', 'python'), '-m', 'pip',
+                    '--disable-pip-version-check', 'install', '--quiet']
+        _run(self.pip + ['build'], cwd=self.work, env=self.env)
+        dist = os.path.join(self.work, 'dist')
+        _run([os.path.join(self.venv, 'bin', 'python'), '-m', 'build',
+              '--outdir', dist, src], cwd=self.work, env=self.env)
+        # The source tree goes away before the install: nothing can be
+        # picked up from it by accident.
+        shutil.rmtree(src)
+        sdists = glob.glob(os.path.join(dist, '*.tar.gz'))
+        wheels = glob.glob(os.path.join(dist, '*.whl'))
+        self.assertEqual(1, len(sdists), sdists)
+        self.assertEqual(1, len(wheels), wheels)
+        return wheels[0]
+
+    def install(self, wheel):
+        _run(self.pip + ['-c', os.path.join(TOP, 'upper-constraints.txt'),
+                         wheel + '[simulate]', 'nova==34.*'],
+             cwd=self.work, env=self.env)
+        self.outside = os.path.join(self.work, 'elsewhere')
+        os.mkdir(self.outside)
+
+    def run_installed(self, *cmd):
+        return _run([os.path.join(self.venv, 'bin', cmd[0])] + list(cmd[1:]),
+                    cwd=self.outside, env=self.env)
+
+    def test_build_install_and_run(self):
+        wheel = self.build()
+        self.check_wheel_contents(wheel)
+        self.install(wheel)
+        self.check_installed_not_editable()
+        self.check_simulate_uses_the_bundled_sample()
+        self.check_deployer_copy_of_the_sample()
+        self.check_conductor_help()
+        self.check_config_generator_namespace()
+
+    def check_wheel_contents(self, wheel):
+        names = zipfile.ZipFile(wheel).namelist()
+        self.assertIn('nova_image_traits/simulate/' + SAMPLE, names)
+        data = [n for n in names if '.data/data/etc/nova-image-traits/' in n]
+        self.assertEqual(sorted([GENERATOR_CONF, SAMPLE]),
+                         sorted(os.path.basename(n) for n in data))
+        # Test tooling is not part of the product.
+        self.assertFalse([n for n in names if n.startswith('tests/')])
+
+    def check_installed_not_editable(self):
+        out = self.run_installed(
+            'python', '-c',
+            'import nova_image_traits; print(nova_image_traits.__file__)')
+        self.assertTrue(out.strip().startswith(
+            os.path.join(self.venv, 'lib')), out)
+
+    def check_simulate_uses_the_bundled_sample(self):
+        out = self.run_installed('nova-image-traits', 'simulate',
+                                 '-f', 'value', '-c', 'Case', '-c',
+                                 'Strategy', '-c', 'Outcome')
+        rows = [line.split() for line in out.splitlines() if line.strip()]
+        self.assertIn(['root-trait', 'root_traits', 'accept'], rows)
+        self.assertIn(['root-trait', 'reject', 'reject'], rows)
+
+    def check_deployer_copy_of_the_sample(self):
+        path = os.path.join(self.venv, 'etc', 'nova-image-traits', SAMPLE)
+        self.assertTrue(os.path.isfile(path), path)
+
+    def check_conductor_help(self):
+        out = self.run_installed('nova-image-traits-conductor', '--help')
+        self.assertIn('--config-file', out)
+
+    def check_config_generator_namespace(self):
+        out = self.run_installed('oslo-config-generator', '--namespace',
+                                 'nova_image_traits')
+        self.assertIn('[image_traits]', out)
+        self.assertIn('#strategy = ', out)

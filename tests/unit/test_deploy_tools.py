@@ -1,0 +1,61 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""The deployment job's table of expectations (tools/deploy/)."""
+
+import importlib.util
+import os
+
+import testtools
+
+from nova_image_traits.conf import image_traits
+
+TOOLS = os.path.join(os.path.dirname(__file__), '..', '..', 'tools',
+                     'deploy')
+
+
+def _load(name):
+    spec = importlib.util.spec_from_file_location(
+        'nit_deploy_' + name, os.path.join(TOOLS, name + '.py'))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+class ExpectationsTest(testtools.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.exp = _load('expectations')
+
+    def test_every_strategy_has_a_full_row(self):
+        # A new strategy fails here until the deployment knows what it
+        # must decide.
+        for strategy in image_traits.STRATEGIES:
+            row = self.exp.expectations_for([strategy])[strategy]
+            self.assertEqual(
+                set(self.exp.CASES) | {'asks_placement'}, set(row),
+                strategy)
+            for case in self.exp.CASES:
+                self.assertIn(row[case], (self.exp.ACCEPT, self.exp.REFUSE))
+
+    def test_unknown_strategy_fails_loudly(self):
+        e = self.assertRaises(SystemExit, self.exp.expectations_for,
+                              ['root_traits', 'held_elsewhere'])
+        self.assertIn('no row for the strategies held_elsewhere', str(e))
+        self.assertIn('tools/deploy/expectations.py', str(e))
+
+    def test_cases_every_strategy_agrees_on(self):
+        for strategy, row in self.exp.EXPECTED.items():
+            self.assertEqual(self.exp.REFUSE, row['absent'], strategy)
+            self.assertEqual(self.exp.ACCEPT, row['plain'], strategy)
+            self.assertEqual(self.exp.REFUSE, row['placement_down'],
+                             strategy)

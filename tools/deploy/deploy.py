@@ -1,0 +1,637 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""Bring up a small real cloud on 127.0.0.1 and rebuild servers in it.
+
+Run by ``tools/deploy/run.sh`` with the Python of the deployment venv, in
+which the nova-image-traits wheel, nova, placement, keystone, glance,
+gunicorn and the clients are installed.
+
+Every service is a separate process this script starts and stops by its
+PID (each in its own session, so that a service's own children go too):
+MariaDB and RabbitMQ from Debian; Keystone, Glance (file store), placement
+and nova-api under gunicorn; a super conductor (API-level queue) and a
+cell conductor (cell1's queue), both ``nova-image-traits-conductor``;
+nova-scheduler; two fake-driver computes; and a neutron stand-in
+(``neutron_standin.py``). Logs go to ``<work>/logs``.
+
+Then, for every strategy the installed package offers, it restarts the
+conductors and the scheduler with that strategy and checks the rebuilds of
+``expectations.py`` through the ``openstack`` client, as a user (boot,
+rebuild, show) and as an admin (images, traits, services, state resets).
+"""
+
+import argparse
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import expectations  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BIN = os.path.dirname(sys.executable)
+HOST = '127.0.0.1'
+DECISION = 'Rebuild image traits decision:'
+INSTALLED = 'nova-image-traits rebuild hook installed in nova-conductor'
+TRAITS = {'gold': 'CUSTOM_NIT_GOLD', 'nested': 'CUSTOM_NIT_NESTED',
+          'absent': 'CUSTOM_NIT_ABSENT'}
+#: The [image_traits] and [filter_scheduler] settings this deployment
+#: writes, beside the strategy under test. tests/unit compares them with
+#: the README and the devstack plugin.
+IMAGE_TRAITS_OPTIONS = {'fallback_strategy': 'root_traits',
+                        'on_placement_error': 'reject'}
+
+
+class Failure(Exception):
+    pass
+
+
+class Deployment(object):
+
+    def __init__(self, work, base_port):
+        self.work = work
+        self.logs = os.path.join(work, 'logs')
+        self.procs = {}
+        self.timings = []
+        names = ('mysql', 'rabbit', 'rabbit_dist', 'epmd', 'keystone',
+                 'glance', 'placement', 'nova', 'neutron')
+        self.port = {n: base_port + i for i, n in enumerate(names)}
+        self.pw = {n: secrets.token_hex(12) for n in (
+            'db', 'rabbit', 'admin', 'demo', 'glance', 'nova',
+            'placement')}
+        self.auth_url = 'http://%s:%d/v3' % (HOST, self.port['keystone'])
+        self.secret_tokens = []
+
+    # -- processes -------------------------------------------------------
+
+    def _mask(self, text):
+        for value in self.pw.values():
+            text = text.replace(value, '***')
+        return text
+
+    def start(self, name, argv, env=None, cwd=None, log=None):
+        path = os.path.join(self.logs, (log or name) + '.log')
+        out = open(path, 'ab')
+        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, cwd=cwd,
+                                env=dict(os.environ, **(env or {})),
+                                start_new_session=True)
+        out.close()
+        self.procs[name] = (proc, path)
+        with open(os.path.join(self.work, 'pids', name), 'w') as f:
+            f.write('%d\n' % proc.pid)
+        self.note('started %s (pid %d), log %s' % (name, proc.pid, path))
+        return path
+
+    def stop(self, name, timeout=30):
+        proc, _path = self.procs.pop(name)
+        if proc.poll() is None:
+            # The session this script started for it: its pid is the
+            # process group id.
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+        os.unlink(os.path.join(self.work, 'pids', name))
+        self.note('stopped %s' % name)
+
+    def stop_all(self):
+        for name in reversed(list(self.procs)):
+            try:
+                self.stop(name)
+            except Exception as e:  # keep stopping the others
+                self.note('could not stop %s: %s' % (name, e))
+
+    def check_alive(self):
+        dead = [(n, p.returncode, path)
+                for n, (p, path) in self.procs.items()
+                if p.poll() is not None]
+        if dead:
+            raise Failure('services exited: %s' % ', '.join(
+                '%s rc=%s (%s)' % d for d in dead))
+
+    def run(self, argv, env=None, check=True, cwd=None, timeout=600):
+        self.note('$ ' + self._mask(' '.join(argv)))
+        proc = subprocess.run(argv, env=dict(os.environ, **(env or {})),
+                              cwd=cwd, capture_output=True, text=True,
+                              stdin=subprocess.DEVNULL, timeout=timeout)
+        if check and proc.returncode:
+            raise Failure('%s exited %d:\n%s\n%s' % (
+                self._mask(' '.join(argv)), proc.returncode,
+                self._mask(proc.stdout[-3000:]),
+                self._mask(proc.stderr[-3000:])))
+        return proc
+
+    def note(self, text):
+        line = '%s %s' % (time.strftime('%H:%M:%S'), text)
+        print(line, flush=True)
+        with open(os.path.join(self.logs, 'deploy.log'), 'a') as f:
+            f.write(line + '\n')
+
+    def phase(self, name, func, *args):
+        self.note('== %s' % name)
+        start = time.monotonic()
+        result = func(*args)
+        elapsed = time.monotonic() - start
+        self.timings.append((name, elapsed))
+        self.note('== %s took %.0f s' % (name, elapsed))
+        return result
+
+    def wait_for(self, what, pred, timeout=120, interval=1.0):
+        deadline = time.monotonic() + timeout
+        while True:
+            self.check_alive()
+            result = pred()
+            if result:
+                return result
+            if time.monotonic() > deadline:
+                raise Failure('timed out after %d s waiting for %s' % (
+                    timeout, what))
+            time.sleep(interval)
+
+    def wait_http(self, url, timeout=120):
+        def up():
+            try:
+                urllib.request.urlopen(url, timeout=5).close()
+                return True
+            except urllib.error.HTTPError:
+                return True
+            except OSError:
+                return False
+        self.wait_for(url, up, timeout)
+
+    def wait_log(self, path, text, timeout=120, offset=0):
+        def found():
+            with open(path, errors='replace') as f:
+                f.seek(offset)
+                return text in f.read()
+        self.wait_for('%r in %s' % (text, path), found, timeout)
+
+    # -- infrastructure --------------------------------------------------
+
+    def check_ports(self):
+        for name, port in self.port.items():
+            with socket.socket() as s:
+                if s.connect_ex((HOST, port)) == 0:
+                    raise Failure('port %d (%s) is in use on %s: choose '
+                                  'another --base-port' % (port, name, HOST))
+
+    def db_url(self, name):
+        return 'mysql+pymysql://nit:%s@%s:%d/%s?charset=utf8' % (
+            self.pw['db'], HOST, self.port['mysql'], name)
+
+    def rabbit_url(self, vhost):
+        return 'rabbit://nit:%s@%s:%d/%s' % (
+            self.pw['rabbit'], HOST, self.port['rabbit'], vhost)
+
+    def start_mariadb(self):
+        d = os.path.join(self.work, 'mysql')
+        os.makedirs(d)
+        self.sock = os.path.join(d, 'mysqld.sock')
+        self.run(['mariadb-install-db', '--no-defaults', '--user=root',
+                  '--datadir=' + os.path.join(d, 'data'),
+                  '--auth-root-authentication-method=socket',
+                  '--skip-test-db'])
+        self.start('mariadb', [
+            'mariadbd', '--no-defaults', '--user=root',
+            '--datadir=' + os.path.join(d, 'data'), '--socket=' + self.sock,
+            '--port=%d' % self.port['mysql'], '--bind-address=' + HOST,
+            '--pid-file=' + os.path.join(d, 'mysqld.pid'),
+            '--skip-name-resolve', '--max-connections=1000',
+            '--innodb-buffer-pool-size=256M',
+            '--innodb-flush-log-at-trx-commit=0'])
+        self.wait_for('mariadb', lambda: self.run(
+            ['mariadb-admin', '--no-defaults', '--socket=' + self.sock,
+             '-uroot', 'ping'], check=False).returncode == 0, 60)
+        sql = ["CREATE USER 'nit'@'%s' IDENTIFIED BY '%s';" % (
+            HOST, self.pw['db'])]
+        for db in ('keystone', 'glance', 'placement', 'nova_api',
+                   'nova_cell0', 'nova_cell1'):
+            sql.append('CREATE DATABASE %s;' % db)
+            sql.append("GRANT ALL ON %s.* TO 'nit'@'%s';" % (db, HOST))
+        self.run(['mariadb', '--no-defaults', '--socket=' + self.sock,
+                  '-uroot', '-e', ' '.join(sql)])
+
+    def start_rabbitmq(self):
+        d = os.path.join(self.work, 'rabbit')
+        os.makedirs(d)
+        with open(os.path.join(d, 'enabled_plugins'), 'w') as f:
+            f.write('[].\n')
+        self.rabbit_env = {
+            'HOME': d,
+            'RABBITMQ_NODENAME': 'nit@localhost',
+            'RABBITMQ_NODE_IP_ADDRESS': HOST,
+            'RABBITMQ_NODE_PORT': str(self.port['rabbit']),
+            'RABBITMQ_DIST_PORT': str(self.port['rabbit_dist']),
+            'ERL_EPMD_ADDRESS': HOST,
+            'ERL_EPMD_PORT': str(self.port['epmd']),
+            'RABBITMQ_MNESIA_BASE': os.path.join(d, 'mnesia'),
+            'RABBITMQ_LOG_BASE': os.path.join(d, 'log'),
+            'RABBITMQ_LOGS': '-',
+            'RABBITMQ_ENABLED_PLUGINS_FILE': os.path.join(
+                d, 'enabled_plugins'),
+            'RABBITMQ_PID_FILE': os.path.join(d, 'rabbit.pid'),
+        }
+        # Our own epmd, in the foreground, so that it is ours to stop.
+        self.start('epmd', ['epmd', '-port', str(self.port['epmd'])],
+                   env={'ERL_EPMD_ADDRESS': HOST})
+        self.start('rabbitmq', ['/usr/lib/rabbitmq/bin/rabbitmq-server'],
+                   env=self.rabbit_env)
+        ctl = ['/usr/lib/rabbitmq/bin/rabbitmqctl', '-n', 'nit@localhost']
+        # await_startup fails at once while the node is not yet known.
+        self.wait_for('rabbitmq', lambda: self.run(
+            ctl + ['--timeout', '10', 'await_startup'], env=self.rabbit_env,
+            check=False, timeout=60).returncode == 0, 120, 2)
+        self.run(ctl + ['add_user', 'nit', self.pw['rabbit']],
+                 env=self.rabbit_env)
+        for vhost in ('nova_api', 'nova_cell1'):
+            self.run(ctl + ['add_vhost', vhost], env=self.rabbit_env)
+            self.run(ctl + ['set_permissions', '-p', vhost, 'nit', '.*',
+                            '.*', '.*'], env=self.rabbit_env)
+
+    def start_neutron_standin(self):
+        self.start('neutron-standin', [
+            sys.executable, os.path.join(HERE, 'neutron_standin.py'),
+            str(self.port['neutron'])])
+        self.wait_http('http://%s:%d/' % (HOST, self.port['neutron']))
+
+    # -- configuration ---------------------------------------------------
+
+    def write_conf(self, path, sections):
+        lines = []
+        for section, opts in sections.items():
+            lines.append('[%s]' % section)
+            for key, value in opts.items():
+                for v in (value if isinstance(value, list) else [value]):
+                    lines.append('%s = %s' % (key, v))
+            lines.append('')
+        with open(path, 'w') as f:
+            f.write('\n'.join(lines))
+
+    def authtoken(self, user):
+        return {
+            'www_authenticate_uri': self.auth_url,
+            'auth_url': self.auth_url, 'auth_type': 'password',
+            'project_domain_name': 'Default',
+            'user_domain_name': 'Default', 'project_name': 'service',
+            'username': user, 'password': self.pw[user],
+            'region_name': 'RegionOne',
+        }
+
+    def ks_client_opts(self, user):
+        opts = self.authtoken(user)
+        opts.pop('www_authenticate_uri')
+        opts['valid_interfaces'] = 'public'
+        return opts
+
+    def gunicorn(self, name, app, port, env):
+        d = os.path.join(self.work, name)
+        os.makedirs(d, exist_ok=True)
+        with open(os.path.join(d, 'gunicorn.conf.py'), 'w') as f:
+            # NOTE: the apps parse sys.argv when they load, so gunicorn
+            # takes every setting from this file and no argument.
+            f.write('wsgi_app = %r\nbind = %r\nworkers = 1\nthreads = 4\n'
+                    'timeout = 120\naccesslog = "-"\n' % (
+                        app, '%s:%d' % (HOST, port)))
+        self.start(name, [os.path.join(BIN, 'gunicorn')], env=env, cwd=d)
+        self.wait_http('http://%s:%d/' % (HOST, port), timeout=180)
+
+    def setup_keystone(self):
+        d = os.path.join(self.work, 'keystone')
+        for sub in ('fernet', 'receipts', 'credential'):
+            os.makedirs(os.path.join(d, sub))
+        conf = os.path.join(d, 'keystone.conf')
+        self.write_conf(conf, {
+            'DEFAULT': {'debug': 'True'},
+            'database': {'connection': self.db_url('keystone')},
+            'token': {'provider': 'fernet'},
+            'fernet_tokens': {'key_repository': os.path.join(d, 'fernet')},
+            'fernet_receipts': {
+                'key_repository': os.path.join(d, 'receipts')},
+            'credential': {
+                'key_repository': os.path.join(d, 'credential')},
+        })
+        km = [os.path.join(BIN, 'keystone-manage'), '--config-file', conf]
+        self.run(km + ['db_sync'])
+        for cmd in ('fernet_setup', 'credential_setup'):
+            self.run(km + [cmd, '--keystone-user', 'root',
+                           '--keystone-group', 'root'])
+        self.run(km + ['bootstrap', '--bootstrap-password', self.pw['admin'],
+                       '--bootstrap-admin-url', self.auth_url,
+                       '--bootstrap-public-url', self.auth_url,
+                       '--bootstrap-internal-url', self.auth_url,
+                       '--bootstrap-region-id', 'RegionOne'])
+        self.gunicorn('keystone', 'keystone.wsgi.api:application',
+                      self.port['keystone'], {'OS_KEYSTONE_CONFIG_DIR': d})
+
+    def setup_identity(self):
+        """Projects, users, services and endpoints, with openstacksdk."""
+        import openstack
+        conn = openstack.connect(
+            auth_url=self.auth_url, username='admin',
+            password=self.pw['admin'], project_name='admin',
+            user_domain_name='Default', project_domain_name='Default',
+            region_name='RegionOne', identity_interface='public')
+        idn = conn.identity
+        service = idn.create_project(name='service', domain_id='default')
+        demo = idn.create_project(name='demo', domain_id='default')
+        roles = {r.name: r for r in idn.roles()}
+        for user in ('glance', 'nova', 'placement'):
+            u = idn.create_user(name=user, password=self.pw[user],
+                                domain_id='default')
+            idn.assign_project_role_to_user(service, u, roles['admin'])
+            idn.assign_project_role_to_user(service, u, roles['service'])
+        u = idn.create_user(name='demo', password=self.pw['demo'],
+                            domain_id='default')
+        idn.assign_project_role_to_user(demo, u, roles['member'])
+        idn.assign_project_role_to_user(demo, u, roles['reader'])
+        for name, stype, url in (
+                ('glance', 'image', 'http://%s:%d' % (
+                    HOST, self.port['glance'])),
+                ('placement', 'placement', 'http://%s:%d' % (
+                    HOST, self.port['placement'])),
+                ('nova', 'compute', 'http://%s:%d/v2.1' % (
+                    HOST, self.port['nova'])),
+                ('neutron', 'network', 'http://%s:%d' % (
+                    HOST, self.port['neutron']))):
+            svc = idn.create_service(name=name, type=stype)
+            idn.create_endpoint(service_id=svc.id, interface='public',
+                                url=url, region_id='RegionOne')
+        conn.close()
+
+    def setup_glance(self):
+        d = os.path.join(self.work, 'glance')
+        os.makedirs(d)
+        shutil.copy(os.path.join(sys.prefix, 'etc', 'glance',
+                                 'glance-api-paste.ini'), d)
+        conf = os.path.join(d, 'glance-api.conf')
+        self.write_conf(conf, {
+            'DEFAULT': {'debug': 'True', 'enabled_backends': 'fs:file'},
+            'database': {'connection': self.db_url('glance')},
+            'keystone_authtoken': self.authtoken('glance'),
+            'paste_deploy': {'flavor': 'keystone'},
+            'glance_store': {'default_backend': 'fs'},
+            'fs': {'filesystem_store_datadir': os.path.join(d, 'images')},
+            'os_glance_staging_store': {
+                'filesystem_store_datadir': os.path.join(d, 'staging')},
+            'os_glance_tasks_store': {
+                'filesystem_store_datadir': os.path.join(d, 'tasks')},
+            'oslo_concurrency': {'lock_path': os.path.join(d, 'locks')},
+        })
+        self.run([os.path.join(BIN, 'glance-manage'), '--config-file', conf,
+                  'db_sync'])
+        self.gunicorn('glance', 'glance.wsgi.api:application',
+                      self.port['glance'], {'OS_GLANCE_CONFIG_DIR': d})
+
+    def setup_placement(self):
+        d = os.path.join(self.work, 'placement')
+        os.makedirs(d)
+        conf = os.path.join(d, 'placement.conf')
+        self.write_conf(conf, {
+            'DEFAULT': {'debug': 'True'},
+            'api': {'auth_strategy': 'keystone'},
+            'placement_database': {'connection': self.db_url('placement')},
+            'keystone_authtoken': self.authtoken('placement'),
+        })
+        self.run([os.path.join(BIN, 'placement-manage'), '--config-file',
+                  conf, 'db', 'sync'])
+        self.start_placement()
+
+    def start_placement(self):
+        self.gunicorn('placement', 'placement.wsgi.api:application',
+                      self.port['placement'], {
+                          'OS_PLACEMENT_CONFIG_DIR': os.path.join(
+                              self.work, 'placement')})
+
+    def nova_sections(self, transport, database, strategy):
+        d = os.path.join(self.work, 'nova')
+        return {
+            'DEFAULT': {
+                'debug': 'True', 'transport_url': transport,
+                'state_path': os.path.join(d, 'state'), 'my_ip': HOST,
+            },
+            'api': {'auth_strategy': 'keystone'},
+            'wsgi': {'api_paste_config': os.path.join(d, 'api-paste.ini')},
+            'database': {'connection': self.db_url(database)},
+            'keystone_authtoken': self.authtoken('nova'),
+            'placement': self.ks_client_opts('nova'),
+            'glance': {'valid_interfaces': 'public',
+                       'region_name': 'RegionOne'},
+            'neutron': self.ks_client_opts('nova'),
+            'oslo_concurrency': {'lock_path': os.path.join(d, 'locks')},
+            'scheduler': {'discover_hosts_in_cells_interval': '-1',
+                          'workers': '1'},
+            'conductor': {'workers': '1'},
+            'filter_scheduler': {
+                'enabled_filters': ','.join(NOVA_DEFAULT_FILTERS)},
+            'quota': {'instances': '-1', 'cores': '-1', 'ram': '-1'},
+            'image_traits': dict(IMAGE_TRAITS_OPTIONS, strategy=strategy),
+            'oslo_messaging_rabbit': {'heartbeat_timeout_threshold': '0'},
+        }
+
+    def write_nova_confs(self, strategy):
+        d = os.path.join(self.work, 'nova')
+        api = self.nova_sections(self.rabbit_url('nova_api'), 'nova_cell0',
+                                 strategy)
+        api['api_database'] = {'connection': self.db_url('nova_api')}
+        self.nova_conf = os.path.join(d, 'nova.conf')
+        self.write_conf(self.nova_conf, api)
+        self.cell_conf = os.path.join(d, 'nova-cell1.conf')
+        self.write_conf(self.cell_conf, self.nova_sections(
+            self.rabbit_url('nova_cell1'), 'nova_cell1', strategy))
+
+    def setup_nova(self):
+        d = os.path.join(self.work, 'nova')
+        os.makedirs(os.path.join(d, 'state'))
+        shutil.copy(os.path.join(sys.prefix, 'etc', 'nova',
+                                 'api-paste.ini'), d)
+        self.write_nova_confs(self.strategies[0])
+        nm = [os.path.join(BIN, 'nova-manage'), '--config-file',
+              self.nova_conf]
+        self.run(nm + ['api_db', 'sync'])
+        self.run(nm + ['cell_v2', 'map_cell0', '--database_connection',
+                       self.db_url('nova_cell0')])
+        self.run(nm + ['cell_v2', 'create_cell', '--name', 'cell1',
+                       '--transport-url', self.rabbit_url('nova_cell1'),
+                       '--database_connection', self.db_url('nova_cell1')])
+        self.run(nm + ['db', 'sync'])
+        # cell1's schema: its [database] over nova.conf's [api_database].
+        self.run(nm + ['--config-file', self.cell_conf, 'db', 'sync'])
+        self.gunicorn('nova-api', 'nova.wsgi.osapi_compute:application',
+                      self.port['nova'], {'OS_NOVA_CONFIG_DIR': d,
+                                          'OS_NOVA_CONFIG_FILES':
+                                          'api-paste.ini;nova.conf'})
+
+    def start_computes(self):
+        d = os.path.join(self.work, 'nova')
+        # compute1's root gets CUSTOM_NIT_GOLD from nova's provider.yaml.
+        pc = os.path.join(d, 'provider-config-compute1')
+        os.makedirs(pc)
+        with open(os.path.join(pc, 'provider.yaml'), 'w') as f:
+            f.write("meta:\n  schema_version: '1.0'\nproviders:\n"
+                    "  - identification:\n      uuid: $COMPUTE_NODE\n"
+                    "    traits:\n      additional:\n        - %s\n"
+                    % TRAITS['gold'])
+        for host in ('compute1', 'compute2'):
+            conf = os.path.join(d, '%s.conf' % host)
+            compute = {'provider_config_location': (
+                pc if host == 'compute1' else os.path.join(d, 'none'))}
+            self.write_conf(conf, {
+                'DEFAULT': {'host': host,
+                            'compute_driver': 'fake.FakeDriver',
+                            'state_path': os.path.join(d, 'state', host)},
+                'compute': compute,
+            })
+            self.start(host, [os.path.join(BIN, 'nova-compute'),
+                              '--config-file', self.cell_conf,
+                              '--config-file', conf])
+        nm = [os.path.join(BIN, 'nova-manage'), '--config-file',
+              self.nova_conf]
+
+        def discovered():
+            out = self.run(nm + ['cell_v2', 'discover_hosts', '--verbose'],
+                           check=False).stdout
+            hosts = self.run(nm + ['cell_v2', 'list_hosts'],
+                             check=False).stdout
+            return 'compute1' in hosts and 'compute2' in hosts or (
+                out and False)
+        self.wait_for('both computes mapped to cell1', discovered, 180, 3)
+
+    def start_control(self, strategy):
+        """The conductors and the scheduler, with STRATEGY."""
+        self.write_nova_confs(strategy)
+        self.control_logs = {}
+        for name, conf in (('super-conductor', self.nova_conf),
+                           ('cell1-conductor', self.cell_conf)):
+            self.control_logs[name] = self.start(
+                name, [os.path.join(BIN, 'nova-image-traits-conductor'),
+                       '--config-file', conf],
+                log='%s.%s' % (name, strategy))
+        self.control_logs['scheduler'] = self.start(
+            'scheduler', [os.path.join(BIN, 'nova-scheduler'),
+                          '--config-file', self.nova_conf],
+            log='scheduler.%s' % strategy)
+        for name in ('super-conductor', 'cell1-conductor'):
+            self.wait_log(self.control_logs[name], INSTALLED)
+        for name in self.control_logs:
+            self.wait_log(self.control_logs[name], 'Starting %s node' % (
+                'conductor' if 'conductor' in name else 'scheduler'), 120)
+
+    def stop_control(self):
+        for name in ('scheduler', 'cell1-conductor', 'super-conductor'):
+            self.stop(name)
+
+    # -- the clients -----------------------------------------------------
+
+    def creds(self, who):
+        project = 'admin' if who == 'admin' else 'demo'
+        return {'OS_AUTH_URL': self.auth_url, 'OS_USERNAME': who,
+                'OS_PASSWORD': self.pw[who], 'OS_PROJECT_NAME': project,
+                'OS_USER_DOMAIN_NAME': 'Default',
+                'OS_PROJECT_DOMAIN_NAME': 'Default',
+                'OS_REGION_NAME': 'RegionOne', 'OS_INTERFACE': 'public',
+                'OS_IDENTITY_API_VERSION': '3',
+                'OS_COMPUTE_API_VERSION': '2.95'}
+
+    def osc(self, who, *args, check=True):
+        """Run the ``openstack`` client as ``admin`` or as ``demo``."""
+        return self.run([os.path.join(BIN, 'openstack')] + list(args),
+                        env=self.creds(who), check=check)
+
+    def osj(self, who, *args):
+        out = self.osc(who, *(list(args) + ['-f', 'json'])).stdout
+        return json.loads(out) if out.strip() else None
+
+
+NOVA_DEFAULT_FILTERS = ('ComputeFilter', 'ComputeCapabilitiesFilter',
+                        'ImagePropertiesFilter',
+                        'ServerGroupAntiAffinityFilter',
+                        'ServerGroupAffinityFilter')
+
+
+def installed_strategies():
+    """The choices of ``[image_traits] strategy`` in the installed package."""
+    from nova_image_traits.conf import image_traits
+    for opt in image_traits.ALL_OPTS:
+        if opt.name == 'strategy':
+            return [c[0] if isinstance(c, tuple) else c
+                    for c in opt.type.choices]
+    raise SystemExit('nova_image_traits has no [image_traits] strategy')
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('--work', required=True)
+    parser.add_argument('--base-port', type=int, default=17300)
+    parser.add_argument('--strategies', nargs='*',
+                        help='only these (default: every installed one)')
+    parser.add_argument('--keep', action='store_true',
+                        help='leave the services running (debugging)')
+    args = parser.parse_args()
+    from scenarios import Scenarios
+
+    if os.path.exists(args.work):
+        shutil.rmtree(args.work)
+    dep = Deployment(args.work, args.base_port)
+    os.makedirs(dep.logs)
+    os.makedirs(os.path.join(args.work, 'pids'))
+    strategies = args.strategies or installed_strategies()
+    table = expectations.expectations_for(strategies)
+    dep.strategies = strategies
+    ok = False
+    try:
+        dep.phase('check ports', dep.check_ports)
+        dep.phase('mariadb', dep.start_mariadb)
+        dep.phase('rabbitmq', dep.start_rabbitmq)
+        dep.phase('neutron stand-in', dep.start_neutron_standin)
+        dep.phase('keystone', dep.setup_keystone)
+        dep.phase('identity', dep.setup_identity)
+        dep.phase('glance', dep.setup_glance)
+        dep.phase('placement', dep.setup_placement)
+        dep.phase('nova api and cells', dep.setup_nova)
+        dep.phase('control (%s)' % strategies[0], dep.start_control,
+                  strategies[0])
+        dep.phase('computes', dep.start_computes)
+        sc = Scenarios(dep, table)
+        dep.phase('cloud contents', sc.prepare)
+        for i, strategy in enumerate(strategies):
+            if i:
+                dep.phase('restart control (%s)' % strategy,
+                          sc.restart_control, strategy)
+            dep.phase('rebuilds (%s)' % strategy, sc.run_strategy, strategy)
+        dep.phase('tempest', sc.run_tempest, strategies[-1])
+        dep.phase('logs hold no secret', sc.check_secrets)
+        ok = True
+    finally:
+        if not (args.keep and ok):
+            dep.phase('stop', dep.stop_all)
+        with open(os.path.join(args.work, 'timings.txt'), 'w') as f:
+            for name, seconds in dep.timings:
+                f.write('%-40s %6.0f s\n' % (name, seconds))
+        dep.note('timings:\n' + open(os.path.join(
+            args.work, 'timings.txt')).read())
+        dep.note('deployment %s' % ('PASSED' if ok else 'FAILED'))
+    return 0 if ok else 1
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,71 @@
+#!/bin/bash
+# tools/deploy/run.sh: install nova-image-traits the way a deployer does
+# and run it in a small real cloud on 127.0.0.1 (see deploy.py).
+#
+# 1. MariaDB and RabbitMQ from Debian (apt-get; needs root).
+# 2. The sdist and the wheel, built from a clean clone of this repository's
+#    committed HEAD.
+# 3. A fresh venv with the wheel (not editable) and the pinned services.
+# 4. deploy.py: start every service, rebuild servers with every strategy,
+#    stop what it started.
+#
+# Environment:
+#   NIT_DEPLOY_DIR   work directory (default: <repo>/.deploy); its logs/
+#                    directory holds every service's log
+#   NIT_DEPLOY_PORT  first of the nine loopback ports used (default 17300)
+set -euo pipefail
+
+TOP=$(cd "$(dirname "$0")/../.." && pwd)
+WORK=${NIT_DEPLOY_DIR:-$TOP/.deploy}
+BUILD=$WORK-build
+PINS="nova==34.0.0 openstack-placement==16.0.0 keystone==30.0.0 glance==33.0.0"
+TOOLS="python-openstackclient osc-placement pymysql gunicorn tempest"
+mkdir -p "$BUILD"
+TIMES=$BUILD/timings.txt
+: > "$TIMES"
+
+function timed {
+    local name=$1
+    shift
+    local start=$SECONDS
+    echo "== $name"
+    "$@"
+    echo "$name $((SECONDS - start)) s" | tee -a "$TIMES"
+}
+
+function apt_install {
+    if command -v mariadbd > /dev/null && [[ -x /usr/lib/rabbitmq/bin/rabbitmq-server ]]; then
+        echo "mariadb-server and rabbitmq-server already installed"
+        return
+    fi
+    apt-get update -q
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q mariadb-server rabbitmq-server
+}
+
+function build_wheel {
+    rm -rf "$BUILD/src" "$BUILD/dist" "$BUILD/buildenv"
+    git clone --quiet "$TOP" "$BUILD/src"
+    python3 -m venv "$BUILD/buildenv"
+    "$BUILD/buildenv/bin/pip" install --quiet build
+    "$BUILD/buildenv/bin/python" -m build --outdir "$BUILD/dist" "$BUILD/src" > "$BUILD/build.log"
+}
+
+function make_venv {
+    rm -rf "$BUILD/venv"
+    python3 -m venv "$BUILD/venv"
+    local wheel
+    wheel=$(ls "$BUILD"/dist/*.whl)
+    # shellcheck disable=SC2086
+    "$BUILD/venv/bin/pip" install --quiet -c "$TOP/upper-constraints.txt" \
+        "$wheel" $PINS $TOOLS "SQLAlchemy<2.1"
+}
+
+timed "apt-get install" apt_install
+timed "build sdist and wheel" build_wheel
+timed "venv with the wheel and the services" make_venv
+# Run from outside the source tree, so that only the installed wheel can
+# be imported.
+cd "$BUILD"
+timed "deployment and checks" "$BUILD/venv/bin/python" "$TOP/tools/deploy/deploy.py" \
+    --work "$WORK" --base-port "${NIT_DEPLOY_PORT:-17300}" "$@"
+cat "$TIMES"
