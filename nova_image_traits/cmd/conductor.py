@@ -109,7 +109,8 @@ def main():
             return 1
         # NOTE: to stderr now, and to nova's log once it is set up.
         hook.report_unsupported(e)
-        _after_logging_setup(lambda: hook.report_unsupported(e, again=True))
+        _after_logging_setup(functools.partial(
+            hook.report_unsupported, e, again=True))
     except Exception as e:
         sys.stderr.write('nova-image-traits-conductor: %s\n' % e)
         return 1
