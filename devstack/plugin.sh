@@ -100,7 +100,22 @@ function configure_nova_image_traits_options {
     iniset $conf image_traits on_placement_error "$NOVA_IMAGE_TRAITS_ON_ERROR"
 }
 
+# configure_nova_image_traits_precheck - put the nova-api pre-check after
+# keystonecontext in every compute pipeline of nova's api-paste.ini, once
+function configure_nova_image_traits_precheck {
+    local paste=${NOVA_API_PASTE_INI:-$NOVA_CONF_DIR/api-paste.ini}
+    if ! grep -q "image_traits_precheck" "$paste"; then
+        sed -i 's/ keystonecontext / keystonecontext image_traits_precheck /' "$paste"
+        printf '\n[filter:image_traits_precheck]\npaste.filter_factory = %s\n' \
+            "$NOVA_IMAGE_TRAITS_PRECHECK_FACTORY" >> "$paste"
+    fi
+    configure_nova_image_traits_options $NOVA_CONF
+}
+
 function configure_nova_image_traits {
+    if is_service_enabled n-api && [[ "$NOVA_IMAGE_TRAITS_ENABLE_PRECHECK" == "True" ]]; then
+        configure_nova_image_traits_precheck
+    fi
     if is_service_enabled n-sch && [[ "$NOVA_IMAGE_TRAITS_ENABLE_FILTER" == "True" ]]; then
         configure_nova_image_traits_filter
         configure_nova_image_traits_options $NOVA_CONF
@@ -185,6 +200,12 @@ function _nova_image_traits_conductor_services {
 # enabled but not available, so that nova-scheduler refuses to start.
 # "stack extra" runs after that merge, so it can check.
 function verify_nova_image_traits {
+    if is_service_enabled n-api && [[ "$NOVA_IMAGE_TRAITS_ENABLE_PRECHECK" == "True" ]]; then
+        local paste=${NOVA_API_PASTE_INI:-$NOVA_CONF_DIR/api-paste.ini}
+        if ! grep -q " keystonecontext image_traits_precheck " "$paste"; then
+            die $LINENO "nova-image-traits: $paste has no image_traits_precheck after keystonecontext; set NOVA_IMAGE_TRAITS_ENABLE_PRECHECK=False or add it"
+        fi
+    fi
     if is_service_enabled n-sch && [[ "$NOVA_IMAGE_TRAITS_ENABLE_FILTER" == "True" ]]; then
         local available
         available=$(iniget_multiline $NOVA_CONF filter_scheduler available_filters)

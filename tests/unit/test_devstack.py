@@ -201,6 +201,9 @@ class TestSettings(DevstackPluginTestCase):
             'NOVA_IMAGE_TRAITS_ON_ERROR': 'reject',
             'NOVA_IMAGE_TRAITS_ENABLE_FILTER': 'False',
             'NOVA_IMAGE_TRAITS_ENABLE_HOOK': 'True',
+            'NOVA_IMAGE_TRAITS_ENABLE_PRECHECK': 'False',
+            'NOVA_IMAGE_TRAITS_PRECHECK_FACTORY':
+                'nova_image_traits.api.precheck:RebuildPrecheck.factory',
         }, settings)
 
     def test_local_conf_overrides(self):
@@ -593,3 +596,47 @@ class TestStubs(DevstackPluginTestCase):
             {'a': [('k', '10')], 'b': [('m', 'x'), ('m', 'y'), ('m', 'x')],
              'c': [('new', 'value')]},
             dict(read_ini(path)))
+
+
+class TestPrecheckSwitch(DevstackPluginTestCase):
+    """NOVA_IMAGE_TRAITS_ENABLE_PRECHECK edits nova's api-paste.ini."""
+
+    PASTE = (
+        '[composite:openstack_compute_api_v21]\n'
+        'use = call:nova.api.auth:pipeline_factory_v21\n'
+        'keystone = cors authtoken keystonecontext osapi_compute_app_v21\n'
+        '\n'
+        '[composite:openstack_compute_api_v21_legacy_v2_compatible]\n'
+        'use = call:nova.api.auth:pipeline_factory_v21\n'
+        'keystone = cors authtoken keystonecontext legacy_v2_compatible '
+        'osapi_compute_app_v21\n')
+
+    def setUp(self):
+        super().setUp()
+        self.paste = os.path.join(self.conf_dir, 'api-paste.ini')
+        self.write(self.paste, self.PASTE)
+
+    def test_off_by_default(self):
+        self.run_phase('stack', 'post-config')
+        self.assertEqual(self.PASTE, self.read(self.paste))
+
+    def test_on_adds_the_filter_once_after_keystonecontext(self):
+        for _i in range(2):
+            self.run_phase('stack', 'post-config',
+                           NOVA_IMAGE_TRAITS_ENABLE_PRECHECK='True')
+        text = self.read(self.paste)
+        self.assertEqual(2, text.count(
+            ' keystonecontext image_traits_precheck '))
+        self.assertEqual(1, text.count('[filter:image_traits_precheck]'))
+        self.assertIn('paste.filter_factory = nova_image_traits.api.'
+                      'precheck:RebuildPrecheck.factory', text)
+        # nova-api reads its own nova.conf: the options are there too.
+        self.assertEqual('held_providers', value(
+            read_ini(self.nova_conf), 'image_traits', 'strategy'))
+
+    def test_extra_fails_loudly_when_the_pipeline_lost_it(self):
+        self.run_phase('stack', 'extra', expect_rc=1,
+                       NOVA_IMAGE_TRAITS_ENABLE_PRECHECK='True',
+                       NOVA_IMAGE_TRAITS_ENABLE_HOOK='False',
+                       NOVA_IMAGE_TRAITS_ENABLE_FILTER='False')
+        self.assertIn('image_traits_precheck', self.output)
