@@ -87,9 +87,9 @@ class Engine(object):
         original = placement.PlacementClient.request
         sent = self._sent
 
-        def request(client, url, version, remaining):
+        def request(client, url, version, *args, **kwargs):
             sent.append((url, version))
-            return original(client, url, version, remaining)
+            return original(client, url, version, *args, **kwargs)
         self._restore = (placement.PlacementClient, 'request', original)
         placement.PlacementClient.request = request
 
