@@ -276,7 +276,11 @@ class Cloud(object):
                        'auth_type = admin_token\n'
                        'endpoint = %(ep)s\n'
                        'token = %(token)s\n'
-                       'endpoint_override = %(ep)s\n%(extra)s' % {
+                       'endpoint_override = %(ep)s\n'
+                       # NOTE: steady state: no renegotiation of the
+                       # microversion during the run.
+                       '[image_traits]\nplacement_version_ttl = 86400\n'
+                       '%(extra)s' % {
                            'ep': self.server.endpoint,
                            'token': self.server.token, 'extra': extra})
         return path
