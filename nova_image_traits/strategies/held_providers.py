@@ -126,7 +126,8 @@ class HeldProvidersStrategy(base.Strategy):
             return decision.Verdict(
                 decision.INCONCLUSIVE,
                 detail='placement holds no allocations for the server')
-        splits = unsuffixed_holders(held, self.resource_query(ctx))
+        query = self.resource_query(ctx)
+        splits = unsuffixed_holders(held, query)
         splits = [s for s in splits if s]
         if not splits:
             return decision.Verdict(
@@ -139,7 +140,7 @@ class HeldProvidersStrategy(base.Strategy):
         # of the compute node when the compute node holds a part. Only when
         # the allocations cannot be one candidate (an unfinished move holds
         # them twice, or the node holds nothing) is the tree asked for.
-        wanted = set(self.resource_query(ctx).unsuffixed.resources)
+        wanted = set(query.unsuffixed.resources)
         held_twice = any(sum(1 for res in held.values() if res.get(rc))
                          > 1 for rc in wanted)
         state = {'traits': {}, 'tree': None,

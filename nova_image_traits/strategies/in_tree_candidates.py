@@ -28,6 +28,7 @@ MIN_VERSION = '1.31'
 #: requests (1.34) tell which providers served which group.
 PREFERRED_VERSION = '1.36'
 
+_URL = '/allocation_candidates'
 #: The most candidates read; a held candidate beyond it is not seen.
 CANDIDATE_LIMIT = 1000
 
@@ -97,10 +98,11 @@ class InTreeCandidatesStrategy(base.Strategy):
                 decision.INCONCLUSIVE, providers=(root,),
                 detail=('the unsuffixed request group, which carries the '
                         'image traits, asks for no resources'))
+        with_traits = placement.candidate_params(
+            query, root, limit=CANDIDATE_LIMIT, image_traits=ctx.required)
         # NOTE: refuse a query placement would not take before asking
         # anything (the image traits make it long).
-        session.build_url('/allocation_candidates', placement.candidate_params(
-            query, root, limit=CANDIDATE_LIMIT, image_traits=ctx.required))
+        session.build_url(_URL, with_traits)
         held = self.held_allocations(ctx)
         if not held:
             return decision.Verdict(
@@ -108,8 +110,8 @@ class InTreeCandidatesStrategy(base.Strategy):
                 detail='placement holds no allocations for the server')
 
         try:
-            body, match = self._held_candidate(session, query, root, held,
-                                               ctx.required, version)
+            body, match = self._held_candidate(session, with_traits, held,
+                                               version)
         except exception.PlacementUnknownTraits as e:
             unknown = e.traits & ctx.required
             if not unknown:
@@ -134,8 +136,9 @@ class InTreeCandidatesStrategy(base.Strategy):
                         'traits and none on the providers the server holds'
                         % CANDIDATE_LIMIT))
 
-        body, match = self._held_candidate(session, query, root, held,
-                                           frozenset(), version)
+        body, match = self._held_candidate(
+            session, placement.candidate_params(
+                query, root, limit=CANDIDATE_LIMIT), held, version)
         if match is None:
             many = len(body['allocation_requests']) >= CANDIDATE_LIMIT
             return decision.Verdict(
@@ -157,15 +160,13 @@ class InTreeCandidatesStrategy(base.Strategy):
                     'holds with the image traits'))
 
     @staticmethod
-    def _held_candidate(session, query, root, held, image_traits, version):
+    def _held_candidate(session, params, held, version):
         """Return the body and its first candidate the server holds, if any.
 
         A candidate is held when each of its allocations is one the server
         has: the same amount of the same class on the same provider.
         """
-        url = '/allocation_candidates'
-        params = placement.candidate_params(
-            query, root, limit=CANDIDATE_LIMIT, image_traits=image_traits)
+        url = _URL
         body = session.get(url, params, version=version)
         candidates = placement.require(body.get('allocation_requests'),
                                        list, url, 'allocation_requests')
