@@ -373,7 +373,7 @@ class TestDeadlineUnderContention(_EngineTestBase):
 
     def test_pool_wait_slow_placement_and_first_build(self):
         self.useFixture(fixtures.MonkeyPatch(
-            'nova_image_traits.placement.POOL_SIZE', self.POOL))
+            'nova_image_traits.placement.client.POOL_SIZE', self.POOL))
 
         def slow(environ, app):
             time.sleep(self.SLOW)
@@ -394,7 +394,7 @@ class TestDeadlineUnderContention(_EngineTestBase):
 
     def test_retries_and_version_document_under_contention(self):
         self.useFixture(fixtures.MonkeyPatch(
-            'nova_image_traits.placement.POOL_SIZE', self.POOL))
+            'nova_image_traits.placement.client.POOL_SIZE', self.POOL))
 
         def slow(environ, app):
             time.sleep(self.SLOW / 2)

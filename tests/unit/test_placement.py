@@ -26,6 +26,7 @@ from oslo_config import cfg
 from nova_image_traits import conf as nit_conf
 from nova_image_traits import exception
 from nova_image_traits import placement
+from nova_image_traits.placement import cache as placement_cache
 from tests.unit import base
 from tests.unit import fakes
 
@@ -118,8 +119,7 @@ class DeadlineTest(base.TestCase):
     def setUp(self):
         super().setUp()
         self.now = 1000.0
-        patcher = mock.patch.object(placement.time, 'monotonic',
-                                    lambda: self.now)
+        patcher = mock.patch('time.monotonic', lambda: self.now)
         patcher.start()
         self.addCleanup(patcher.stop)
 
@@ -371,11 +371,12 @@ class GetClientTest(base.TestCase):
 
     def test_old_clients_are_dropped(self):
         first = placement.get_client(self.conf)
-        for i in range(placement.MAX_CLIENTS):
+        for i in range(placement_cache.MAX_CLIENTS):
             self.flags(group='placement',
                        endpoint_override='http://p%d:8778' % i)
             placement.get_client(self.conf)
-        self.assertEqual(placement.MAX_CLIENTS, len(placement._CLIENTS))
+        self.assertEqual(placement_cache.MAX_CLIENTS,
+                         len(placement_cache._CLIENTS))
         self.conf.clear_override('endpoint_override', group='placement')
         self.assertIsNot(first, placement.get_client(self.conf))
 

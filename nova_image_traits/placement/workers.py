@@ -1,0 +1,110 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""Daemon threads that send placement requests for decisions.
+
+A decision must be able to stop waiting: neither a Keystone token fetch
+nor keystoneauth's retries can be interrupted, and they must not hold the
+decision (nor nova's RPC worker) past its deadline. So each request runs in
+a worker thread and the decision waits for it no longer than it may.
+
+The threads are kept and reused: handing a request to a waiting thread
+costs a fraction of starting one. A request the decision stopped waiting
+for keeps its thread until keystoneauth's own timeout ends it; the other
+decisions use the other threads. A forked child starts with none.
+"""
+
+import os
+import queue
+import threading
+
+from oslo_log import log as logging
+
+LOG = logging.getLogger(__name__)
+
+
+class Abandoned(Exception):
+    """The caller stopped waiting: no slot, or no answer, before its end."""
+
+    def __init__(self, waited_for):
+        super().__init__(waited_for)
+        #: 'slot' (every thread busy) or 'answer'
+        self.waited_for = waited_for
+
+
+class Workers:
+    """At most ``size`` threads, each running one call at a time.
+
+    :param size: the most calls in flight; a caller waits for a free thread
+        no longer than its deadline
+    :param name: the threads' name
+    """
+
+    def __init__(self, size, name='nova-image-traits-placement'):
+        self.size = size
+        self.name = name
+        self._reset()
+
+    def _reset(self):
+        self._pid = os.getpid()
+        self._lock = threading.Lock()
+        self._slots = threading.BoundedSemaphore(self.size)
+        # NOTE(founders): queue.Queue, not SimpleQueue: it is
+        # built on threading, which eventlet patches where nova runs on it.
+        self._tasks = queue.Queue()
+        self._idle = 0
+        self.started = 0
+
+    def call(self, func, wait, grace=0.0):
+        """Return ``func()``, run in a worker, or raise what it raised.
+
+        :param wait: a callable returning the seconds the caller may still
+            wait; it is asked once for a free thread and once for the answer
+        :param grace: seconds added to the wait for the answer
+        :raises: Abandoned when either wait runs out
+        """
+        if self._pid != os.getpid():
+            # NOTE(founders): threads do not survive a fork (nova's
+            # API and conductor workers are forked); the child's counts
+            # would name threads it does not have.
+            self._reset()
+        left = wait()
+        if left <= 0 or not self._slots.acquire(timeout=left):
+            raise Abandoned('slot')
+        box = {}
+        done = threading.Event()
+        with self._lock:
+            if self._idle:
+                self._idle -= 1
+            else:
+                self.started += 1
+                threading.Thread(target=self._work, daemon=True,
+                                 name=self.name).start()
+        self._tasks.put((func, box, done))
+        if not done.wait(max(0.0, wait()) + grace):
+            raise Abandoned('answer')
+        if 'error' in box:
+            raise box['error']
+        return box['result']
+
+    def _work(self):
+        tasks, lock, slots = self._tasks, self._lock, self._slots
+        while True:
+            func, box, done = tasks.get()
+            try:
+                box['result'] = func()
+            except BaseException as e:
+                box['error'] = e
+            finally:
+                done.set()
+                with lock:
+                    self._idle += 1
+                slots.release()
