@@ -69,11 +69,11 @@ class Engine(object):
 
     def __init__(self, cloud):
         self.cloud = cloud
-        path = cloud.placement_conf_file('nova-image-traits.conf')
-        self.conf = cfg.ConfigOpts()
-        nit_conf.register_opts(self.conf)
-        self.conf(['--config-file', path], project='nova-image-traits',
-                  default_config_files=[], default_config_dirs=[])
+        self._path = cloud.placement_conf_file('nova-image-traits.conf')
+        # NOTE: one configuration per strategy, as a deployment has one
+        # strategy in nova.conf: a set_override per decision would empty
+        # oslo.config's cache and time option parsing, not the decision.
+        self._confs = {}
         placement.reset_clients()
         self._sent = []
         self._calls = 0
@@ -92,6 +92,18 @@ class Engine(object):
             return original(client, url, version, *args, **kwargs)
         self._restore = (placement.PlacementClient, 'request', original)
         placement.PlacementClient.request = request
+
+    def conf(self, strategy):
+        """Return the configuration that selects ``strategy``."""
+        conf = self._confs.get(strategy)
+        if conf is None:
+            conf = cfg.ConfigOpts()
+            nit_conf.register_opts(conf)
+            conf(['--config-file', self._path], project='nova-image-traits',
+                 default_config_files=[], default_config_dirs=[])
+            conf.set_override('strategy', strategy, 'image_traits')
+            self._confs[strategy] = conf
+        return conf
 
     def close(self):
         """Restore the client and close the bare session."""
@@ -125,7 +137,7 @@ class Engine(object):
             before the decision on one call and after it on the next, so
             that neither order is favoured
         """
-        self.conf.set_override('strategy', strategy, 'image_traits')
+        conf = self.conf(strategy)
         request = scenario.rebuild_request(host, case)
         self._calls += 1
         replay_first = bare and self._calls % 2
@@ -136,7 +148,7 @@ class Engine(object):
         del self._sent[:]
         cpu = time.process_time()
         start = time.perf_counter()
-        result = engine.decide(request, conf=self.conf)
+        result = engine.decide(request, conf=conf)
         seconds = time.perf_counter() - start
         cpu = time.process_time() - cpu
         records = self.cloud.recorded()
