@@ -84,7 +84,8 @@ def restore(context, instance_uuid, orig_sys_metadata, orig_image_ref):
         for field, prop in _INHERITED:
             value = props.get(prop)
             if field in ('kernel_id', 'ramdisk_id'):
-                # NOTE: as nova's API does (_handle_kernel_and_ramdisk).
+                # NOTE(founders): as nova's API does
+                # (_handle_kernel_and_ramdisk).
                 value = '' if value in (None, 'nokernel') else value
             setattr(inst, field, value)
         inst.save()

@@ -42,6 +42,7 @@ from oslotest import base as oslo_base
 
 from nova.conductor import manager as conductor_manager
 
+from nova_image_traits.conductor import check as hook_check
 from nova_image_traits.conductor import hook
 from nova_image_traits import strategies
 from tests.functional.nova import base
@@ -325,12 +326,13 @@ _LAUNCHER_PROBE = textwrap.dedent('''
         '_validate_image_traits_for_rebuild']
 
     def probe():
+        from nova_image_traits.conductor import check as hook_check
         from nova_image_traits.conductor import hook
         cls = manager.ComputeTaskManager
         check = cls.__dict__.get('_validate_image_traits_for_rebuild')
         called.append({
             'ours': (getattr(check, '__wrapped__', None) is
-                     hook.validate_image_traits_for_rebuild),
+                     hook_check.validate_image_traits_for_rebuild),
             'installed': hook.is_installed(),
             'filter_imported': (
                 'nova_image_traits.filters.image_traits_filter'
@@ -473,7 +475,7 @@ class HookInstallTest(oslo_base.BaseTestCase):
         hook.install()
         self.assertTrue(hook.is_installed())
         check = self.cls._validate_image_traits_for_rebuild
-        self.assertIs(hook.validate_image_traits_for_rebuild,
+        self.assertIs(hook_check.validate_image_traits_for_rebuild,
                       check.__wrapped__)
         self.assertIsNot(self.rebuild, self.cls.__dict__['rebuild_instance'])
         hook.uninstall()
@@ -866,13 +868,13 @@ class GlobalRequestIdTest(base.ImageTraitsTestBase):
         from nova_image_traits import placement as nit_placement
         self.root, _child = self.start_nested_compute(HOST)
         self.contexts = []
-        check = hook.validate_image_traits_for_rebuild
+        check = hook_check.validate_image_traits_for_rebuild
 
         def record(manager, context, instance, image_ref):
             self.contexts.append(context.global_id)
             return check(manager, context, instance, image_ref)
         self.useFixture(fixtures.MockPatchObject(
-            hook, 'validate_image_traits_for_rebuild', record))
+            hook_check, 'validate_image_traits_for_rebuild', record))
         hook.install()
         self.addCleanup(hook.uninstall)
         self.set_image_traits_opts(strategy='root_traits')

@@ -1,0 +1,113 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""Our ``ComputeTaskManager._validate_image_traits_for_rebuild``.
+
+Nova calls it when the image changes on a rebuild (not on an evacuate),
+inside the ``try`` that turns ``NoValidHost`` into an ERROR instance with
+its ``image_ref`` rolled back and a fault holding the reason. It asks
+:func:`nova_image_traits.engine.decide`.
+"""
+
+import dataclasses
+
+from oslo_log import log as logging
+
+import nova.conf
+from nova import objects
+
+from nova_image_traits.conductor import capture as rebuild_capture
+from nova_image_traits.conductor import refusal
+from nova_image_traits import engine
+from nova_image_traits.i18n import _
+from nova_image_traits import nova_request
+
+LOG = logging.getLogger(__name__)
+
+
+def _is_volume_backed(context, instance, capture):
+    spec = capture.request_spec if capture else None
+    if spec is not None and 'is_bfv' in spec:
+        return bool(spec.is_bfv)
+    from nova.compute import utils as compute_utils
+    return compute_utils.is_volume_backed_instance(context, instance)
+
+
+def validate_image_traits_for_rebuild(self, context, instance, image_ref):
+    """Our ``ComputeTaskManager._validate_image_traits_for_rebuild``.
+
+    :raises nova.exception.NoValidHost: an
+        :class:`~nova_image_traits.conductor.refusal.ImageTraitsRefused`,
+        when the rebuild is refused, after the rest of the server is
+        returned to its current image; nova then sets the instance to
+        ERROR, rolls back its ``image_ref`` and records the reason as the
+        instance fault
+    """
+    conf = nova.conf.CONF
+    capture = rebuild_capture.captured(instance, image_ref)
+    try:
+        image_meta = objects.ImageMeta.from_image_ref(
+            context, self.image_api, image_ref)
+        image_props = nova_request.image_properties_from_image_meta(
+            image_meta)
+        if not image_props:
+            LOG.debug('New image %s requires no traits; rebuild allowed.',
+                      image_ref, instance=instance)
+            return
+        if capture is None:
+            LOG.debug('The original image of the rebuild is unknown to the '
+                      'image traits hook.', instance=instance)
+        compute_node = objects.ComputeNode.get_by_host_and_nodename(
+            context, instance.host, instance.node)
+        request = nova_request.from_conductor_rebuild(
+            instance, image_meta,
+            capture.orig_sys_metadata if capture else None,
+            compute_node,
+            is_volume_backed=_is_volume_backed(context, instance, capture),
+            orig_image_ref=capture.orig_image_ref if capture else None,
+            request_spec=capture.request_spec if capture else None)
+        gid = getattr(context, 'global_id', None)
+        if gid:
+            request = dataclasses.replace(request, global_request_id=gid)
+        decision = engine.decide(request, conf=conf)
+    except Exception:
+        # NOTE(founders): anything escaping from here other than NoValidHost
+        # would leave the instance stuck in task_state REBUILDING, because
+        # rebuild_instance only handles NoValidHost and a few others.
+        LOG.exception('The image traits check failed unexpectedly for the '
+                      'rebuild to image %s.', image_ref, instance=instance)
+        if engine.fails_open(conf):
+            LOG.warning('Allowing the rebuild unchecked because '
+                        '[image_traits] on_placement_error=accept.',
+                        instance=instance)
+            return
+        _refuse(context, instance, capture, _(
+            'The image traits of the new image could not be checked because '
+            'of an internal error.'))
+
+    if decision.allowed:
+        LOG.debug('Rebuild to image %(image)s allowed: %(reason)s',
+                  {'image': image_ref, 'reason': decision.user_reason()},
+                  instance=instance)
+        return
+    _refuse(context, instance, capture, decision.user_reason())
+
+
+def _refuse(context, instance, capture, reason):
+    # NOTE(founders): restored here, while task_state is still REBUILDING: once
+    # nova's handler has set ERROR, another rebuild may already be on its way,
+    # and restoring after it would undo that one.
+    restored = ()
+    if capture is not None:
+        restored = refusal.restore(context, instance.uuid,
+                                   capture.orig_sys_metadata,
+                                   capture.orig_image_ref)
+    raise refusal.ImageTraitsRefused(restored=restored, reason=reason)
