@@ -167,7 +167,8 @@ def trait_reason(traits, what, advice=None):
                 text = '%s %s' % (text, advice)
             if fits(text):
                 return text
-    # NOTE: the first name alone is too long for the column: its start.
+    # NOTE(founders): the first name alone is too long for the column: its
+    # start.
     more = ''
     if len(names) > 1:
         more = _(' and %d more') % (len(names) - 1)

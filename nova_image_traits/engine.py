@@ -62,8 +62,8 @@ def decide(request, conf=None, client=None):
         _refuse(result, nit_decision.ERROR, 'misconfigured',
                 _MISCONFIGURED, detail=str(e))
     except Exception as e:
-        # NOTE: a bug, or an answer no check foresaw: say so, and follow
-        # on_placement_error rather than let it reach nova.
+        # NOTE(founders): a bug, or an answer no check foresaw: say so, and
+        # follow on_placement_error rather than let it reach nova.
         LOG.exception('Unexpected failure deciding the rebuild of %s',
                       request.instance_uuid)
         _refuse(result, nit_decision.ERROR, 'internal-error',
@@ -86,8 +86,8 @@ _MISCONFIGURED = _('The image traits of the new image could not be checked '
 
 
 def _register(conf):
-    # NOTE: registering options clears the ConfigOpts value cache (all of
-    # nova's, inside nova), so only do it when the group is missing.
+    # NOTE(founders): registering options clears the ConfigOpts value cache
+    # (all of nova's, inside nova), so only do it when the group is missing.
     if 'image_traits' not in conf:
         nit_conf.register_opts(conf)
 
@@ -257,7 +257,7 @@ def _invalid_message(invalid):
 
 def _invalid_detail(invalid):
     """The log line's list: every invalid property, up to a bound."""
-    # NOTE: a reason may repeat part of the name; escape it as well.
+    # NOTE(founders): a reason may repeat part of the name; escape it as well.
     parts = ['%s (%s)' % (nit_traits.quote(prop),
                           nit_traits.quote(why)[1:-1])
              for prop, why in invalid[:MAX_LOGGED_INVALID]]
@@ -273,9 +273,9 @@ def _run(name, option, ctx):
     try:
         return strategy.evaluate(ctx)
     except exception.PlacementVersionChanged as e:
-        # NOTE: placement was rolled back since the microversion was
-        # negotiated; the session has negotiated again, so the strategy
-        # can ask with what placement supports now (at most once).
+        # NOTE(founders): placement was rolled back since the microversion was
+        # negotiated; the session has negotiated again, so the strategy can ask
+        # with what placement supports now (at most once).
         LOG.info('%s Asking again.', e.message)
         return strategy.evaluate(ctx)
 

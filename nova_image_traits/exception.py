@@ -32,8 +32,9 @@ class NovaImageTraitsException(Exception):
             try:
                 message = self.msg_fmt % kwargs
             except (KeyError, TypeError):
-                # NOTE: a bad format string is a programming error, but it
-                # must never hide the original problem from the operator.
+                # NOTE(founders): a bad format string is a programming error,
+                # but it must never hide the original problem from the
+                # operator.
                 LOG.exception('Exception in string format operation: %s',
                               kwargs)
                 message = self.msg_fmt

@@ -129,7 +129,7 @@ def resource_query_from_querystring(querystring):
                     group(match.group(2))['required'].add(name)
         elif match and match.group(1) == 'member_of':
             group(match.group(2))['member_of'].append(value)
-        # NOTE: in_tree and limit are the strategies' to set.
+        # NOTE(founders): in_tree and limit are the strategies' to set.
     group('')
     return nit_flavor.ResourceQuery(
         groups=tuple(
@@ -182,18 +182,19 @@ def image_properties_from_system_metadata(system_metadata, image_ref=None):
     system_metadata = dict(system_metadata)
     described = system_metadata.get(SM_BASE_IMAGE_REF)
     if image_ref is not None and described != image_ref:
-        # NOTE: a refused rebuild leaves the *refused* image's properties in
-        # system metadata: nova's API writes them before the conductor
-        # checks, and the conductor only rolls image_ref back. Trusting
-        # them would accept a retry of the refused rebuild.
+        # NOTE(founders): a refused rebuild leaves the *refused* image's
+        # properties in system metadata: nova's API writes them before the
+        # conductor checks, and the conductor only rolls image_ref back.
+        # Trusting them would accept a retry of the refused rebuild.
         LOG.info('The system metadata describes image %(described)s, not '
                  'the current image %(current)s; its image properties are '
                  'treated as unknown.',
                  {'described': described, 'current': image_ref})
         return None
     image = nova_utils.get_image_from_system_metadata(system_metadata)
-    # NOTE: filter exactly the way ImageMetaProps._set_attr_from_trait_names
-    # does, so the original and the new image are read alike.
+    # NOTE(founders): filter exactly the way
+    # ImageMetaProps._set_attr_from_trait_names does, so the original and the
+    # new image are read alike.
     return {str(key): REQUIRED
             for key, value in image.get('properties', {}).items()
             if str(key).startswith(TRAIT_PREFIX) and str(value) == REQUIRED}
@@ -240,8 +241,7 @@ def from_request_spec(spec_obj, host_state):
         original_image_properties=None,
         is_volume_backed=is_bfv,
         resources=resource_query_from_request_spec(spec_obj),
-        host=host_state.host,
-        image_id=_image_id(image))
+        host=host_state.host)
 
 
 def from_conductor_rebuild(instance, image_meta, orig_sys_metadata,
@@ -273,11 +273,4 @@ def from_conductor_rebuild(instance, image_meta, orig_sys_metadata,
         is_volume_backed=bool(is_volume_backed),
         resources=(resource_query_from_request_spec(request_spec)
                    if request_spec is not None else None),
-        host=instance.host,
-        image_id=_image_id(image_meta))
-
-
-def _image_id(image_meta):
-    if image_meta is not None and 'id' in image_meta:
-        return image_meta.id
-    return None
+        host=instance.host)

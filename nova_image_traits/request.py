@@ -25,7 +25,7 @@ class RebuildRequest:
     :ivar compute_node_uuid: the resource provider of the compute node the
         server runs on; nova makes it the root of its provider tree
     :ivar image_properties: the new image's properties (Glance's flat
-        dict, nova's image dict or ``ImageMeta``)
+        dict or nova's image dict)
     :ivar flavor: the server's :class:`~nova_image_traits.flavor.Flavor`
     :ivar original_image_properties: the current image's properties, or
         None when the caller cannot know them (the scheduler filter)
@@ -46,5 +46,4 @@ class RebuildRequest:
     is_volume_backed: bool = False
     resources: ty.Optional[nit_flavor.ResourceQuery] = None
     host: ty.Optional[str] = None
-    image_id: ty.Optional[str] = None
     global_request_id: ty.Optional[str] = None

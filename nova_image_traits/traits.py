@@ -31,10 +31,10 @@ MAX_TRAIT_LENGTH = 255
 #: The longest property name quoted back in a reason or a log line.
 _QUOTE_LIMIT = 80
 
-# NOTE: placement's own rule for trait names (CUSTOM_TRAIT_PATTERN in
+# NOTE(founders): placement's own rule for trait names (CUSTOM_TRAIT_PATTERN in
 # placement/schemas/trait.py, applied to every name). os_traits'
-# normalize_name() folds runs of underscores, so it cannot be used to
-# validate names placement accepts.
+# normalize_name() folds runs of underscores, so it cannot be used to validate
+# names placement accepts.
 _TRAIT_NAME = re.compile(r'[A-Z0-9_]+')
 
 ImageTraits = collections.namedtuple(
@@ -92,20 +92,10 @@ def check_trait_name(name):
 def _flatten_properties(image):
     """Return the image's properties as one flat mapping.
 
-    Accepts a Glance v2 image (custom properties at the top level), a dict
-    with a ``properties`` sub-dict (nova's image dict), or an object with
-    a ``properties`` attribute holding ``traits_required`` (nova's
-    ``ImageMeta``).
+    Accepts a Glance v2 image (custom properties at the top level) or a dict
+    with a ``properties`` sub-dict (nova's image dict). Nova's ``ImageMeta``
+    is translated by :mod:`nova_image_traits.nova_request`.
     """
-    props = getattr(image, 'properties', None)
-    if props is not None and not isinstance(image, dict):
-        try:
-            names = list(getattr(props, 'traits_required', None) or [])
-        except NotImplementedError:
-            # NOTE: an unset field of a nova object raises this, not
-            # AttributeError: the image requires no traits.
-            names = []
-        return {TRAIT_PREFIX + str(n): REQUIRED for n in names}
     if not image:
         return {}
     flat = dict(image)

@@ -96,7 +96,8 @@ class RebuildPrecheck(nova_wsgi.Middleware):
         try:
             decision = self._decide(req, server_id)
         except Exception:
-            # NOTE: the conductor hook still decides; never break the API.
+            # NOTE(founders): the conductor hook still decides; never break the
+            # API.
             LOG.exception('The image traits pre-check failed for the '
                           'rebuild of server %s; letting nova handle it.',
                           server_id)

@@ -158,13 +158,13 @@ class Audit(cli.CommandMixin, lister.Lister):
                 return self._skip(server, names, 'its image %s was deleted: '
                                   'nothing to compare with'
                                   % target.image_id)
-            request = cloud.request(target, props, props, image_id)
+            request = cloud.request(target, props, props)
         except nit_cloud.ServiceUnavailable:
-            # NOTE: every further server would fail the same way.
+            # NOTE(founders): every further server would fail the same way.
             raise
         except Exception as e:
-            # NOTE: one unreadable server must not end a long audit; it is
-            # reported as an error row and makes the exit code 1.
+            # NOTE(founders): one unreadable server must not end a long audit;
+            # it is reported as an error row and makes the exit code 1.
             LOG.warning('Cannot audit server %(s)s: %(e)s',
                         {'s': server.id, 'e': e})
             self.stats.failed += 1
@@ -204,8 +204,8 @@ class Audit(cli.CommandMixin, lister.Lister):
         try:
             cloud.client.index_node(session, cloud.node_provider(node))
         except (nit_cloud.LookupFailed, exception.PlacementError) as e:
-            # NOTE: each server's decision then reads placement itself and
-            # reports the failure in its own row.
+            # NOTE(founders): each server's decision then reads placement
+            # itself and reports the failure in its own row.
             LOG.warning('Cannot index the allocations of node %(n)s: %(e)s',
                         {'n': node, 'e': e})
 

@@ -90,8 +90,8 @@ class Check(cli.CommandMixin, lister.Lister):
                 % target.server_id)
         image_id, props = cloud.image(parsed_args.image)
         if image_id == target.image_id:
-            # NOTE: nova's conductor checks image traits only when the
-            # image changes (orig_image_ref != image_ref).
+            # NOTE(founders): nova's conductor checks image traits only when
+            # the image changes (orig_image_ref != image_ref).
             reason = ('not checked: same image (a rebuild with the '
                       "server's current image is not checked by nova)")
             return self.COLUMNS, [
@@ -106,7 +106,7 @@ class Check(cli.CommandMixin, lister.Lister):
                 LOG.warning('Cannot read the current image of server '
                             '%(s)s: %(e)s', {'s': target.server_id, 'e': e})
         wanted = nit_traits.image_traits(props)
-        request = cloud.request(target, props, original, image_id,
+        request = cloud.request(target, props, original,
                                 lookup=bool(wanted.required and
                                             not wanted.invalid))
         LOG.info('Checking a rebuild of server %(s)s on %(h)s (node %(n)s, '

@@ -113,7 +113,7 @@ def _check_image_api(resp, name_or_id, found=True):
             IMAGE_PROXY_VERSION, resp.status_code, name_or_id))
 
 
-class LazyClient(object):
+class LazyClient:
     """A placement client built the first time it is used.
 
     :param factory: returns the real client
@@ -129,7 +129,7 @@ class LazyClient(object):
         return getattr(self._client, name)
 
 
-class Cloud(object):
+class Cloud:
     """Read servers, flavors, images and compute node providers.
 
     Image properties and node providers are cached, so each is read once.
@@ -164,7 +164,7 @@ class Cloud(object):
             return placement.PlacementClient(self.conn.placement)
         except Exception as e:
             try:
-                # NOTE: the catalog's URL, without version discovery.
+                # NOTE(founders): the catalog's URL, without version discovery.
                 url = self.conn.session.get_endpoint(
                     service_type='placement',
                     interface=self.conn.config.get_interface('placement'))
@@ -302,7 +302,8 @@ class Cloud(object):
             if resp.status_code != 200:
                 _check_image_api(resp, name_or_id, found=False)
             images = resp.json().get('images', [])
-            # NOTE: filter again: not every image backend honours ?name=.
+            # NOTE(founders): filter again: not every image backend honours
+            # ?name=.
             images = [i for i in images if i.get('name') == name_or_id]
             if len(images) > 1:
                 raise LookupFailed('More than one image with name %s '
@@ -313,8 +314,7 @@ class Cloud(object):
             image = images[0]
         return image['id'], dict(image.get('metadata') or {})
 
-    def request(self, target, image_props, original_props, image_id,
-                lookup=True):
+    def request(self, target, image_props, original_props, lookup=True):
         """The :class:`RebuildRequest` for ``target`` and an image.
 
         :param lookup: whether to look up the node's provider; a request
@@ -326,5 +326,4 @@ class Cloud(object):
             else None,
             image_properties=image_props, flavor=target.flavor,
             original_image_properties=original_props,
-            is_volume_backed=target.volume_backed, host=target.host,
-            image_id=image_id)
+            is_volume_backed=target.volume_backed, host=target.host)

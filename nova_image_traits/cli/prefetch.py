@@ -41,7 +41,7 @@ _TRAITS_URL = re.compile(r'/resource_providers/[^/?]+/traits')
 SHARING_TRAIT = 'MISC_SHARES_VIA_AGGREGATE'
 
 
-class _Cached(object):
+class _Cached:
     """A successful placement answer, kept for the rest of the command."""
 
     status_code = 200
@@ -53,7 +53,7 @@ class _Cached(object):
         return self._body
 
 
-class CachingClient(object):
+class CachingClient:
     """A placement client that reuses what an audit has already read.
 
     It stands in for :class:`~nova_image_traits.placement.PlacementClient`.

@@ -91,9 +91,9 @@ class NovaImageTraitsApp(app.App):
                             argparse_kwargs=None):
         parser = super().build_option_parser(description, version,
                                              argparse_kwargs)
-        # NOTE: as with the openstack client, the cloud may be named
-        # before the command; the commands that talk to a cloud accept it
-        # after the command too.
+        # NOTE(founders): as with the openstack client, the cloud may be named
+        # before the command; the commands that talk to a cloud accept it after
+        # the command too.
         parser.add_argument(
             '--os-cloud', metavar='CLOUD', default=None,
             help='The cloud of clouds.yaml to use (check and audit).')
@@ -133,8 +133,8 @@ class NovaImageTraitsApp(app.App):
                 logging.getLogger(name).setLevel(quiet)
 
     def _remove_handlers(self):
-        # NOTE: main() may run many times in one process (tests, embedding):
-        # leave logging as it was found.
+        # NOTE(founders): main() may run many times in one process (tests,
+        # embedding): leave logging as it was found.
         root = logging.getLogger()
         for handler in self._handlers:
             root.removeHandler(handler)

@@ -21,10 +21,10 @@ logged once; with ``refuse_to_start`` it exits with an error before the
 service starts.
 """
 
-# NOTE: import nova's launcher first, exactly as nova-conductor would: its
-# import decides between eventlet monkey patching and native threading
-# (nova.monkey_patch.patch), which must happen before anything else of nova
-# or of ours is imported.
+# NOTE(founders): import nova's launcher first, exactly as nova-conductor
+# would: its import decides between eventlet monkey patching and native
+# threading (nova.monkey_patch.patch), which must happen before anything else
+# of nova or of ours is imported.
 from nova.cmd import conductor as nova_conductor
 
 import functools
@@ -107,7 +107,7 @@ def main():
         if on_unsupported_nova(sys.argv[1:]) == 'refuse_to_start':
             sys.stderr.write('nova-image-traits-conductor: %s\n' % e)
             return 1
-        # NOTE: to stderr now, and to nova's log once it is set up.
+        # NOTE(founders): to stderr now, and to nova's log once it is set up.
         hook.report_unsupported(e)
         _after_logging_setup(functools.partial(
             hook.report_unsupported, e, again=True))

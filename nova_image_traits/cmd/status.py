@@ -98,7 +98,7 @@ class Checks(upgradecheck.UpgradeCommands):
     def _check_options(self):
         result = config.check_options(self.conf)
         dirs = self.conf.config_dir or []
-        # NOTE: a list in recent oslo.config, a string in older ones.
+        # NOTE(founders): a list in recent oslo.config, a string in older ones.
         dirs = [dirs] if isinstance(dirs, str) else list(dirs)
         files = list(self.conf.config_file or ()) + dirs
         result.details = '%s Read from: %s.' % (
@@ -221,8 +221,8 @@ def main(argv=None, connection=None, proc='/proc', uids=None):
             cfg.ConfigFileValueError, cfg.ConfigDirNotFoundError) as e:
         sys.stderr.write('%s: error: %s\n' % (PROG, e))
         return 255
-    # NOTE: UpgradeCommands.check() reads --json from this module global,
-    # which oslo_upgradecheck.upgradecheck.main() sets the same way.
+    # NOTE(founders): UpgradeCommands.check() reads --json from this module
+    # global, which oslo_upgradecheck.upgradecheck.main() sets the same way.
     upgradecheck.CONF = conf
     return upgradecheck.run(conf)
 

@@ -15,22 +15,77 @@ Nova calls it when the image changes on a rebuild (not on an evacuate),
 inside the ``try`` that turns ``NoValidHost`` into an ERROR instance with
 its ``image_ref`` rolled back and a fault holding the reason. It asks
 :func:`nova_image_traits.engine.decide`.
+
+Nova passes it the context, the instance and the new image only; the
+original image's system metadata and the request spec are arguments of
+``rebuild_instance``, whose wrapper (:mod:`.hook`) keeps them here, per
+thread, with :func:`remember`.
 """
 
+import contextlib
 import dataclasses
+import threading
 
 from oslo_log import log as logging
 
 import nova.conf
 from nova import objects
 
-from nova_image_traits.conductor import capture as rebuild_capture
 from nova_image_traits.conductor import refusal
 from nova_image_traits import engine
 from nova_image_traits.i18n import _
 from nova_image_traits import nova_request
 
 LOG = logging.getLogger(__name__)
+
+# NOTE(founders): created on first use, not at import: under eventlet, the
+# threading.local class must be looked up after monkey patching so that each
+# green thread gets its own storage. In threading mode it is the native
+# thread-local, which is what nova's RPC server threads need.
+_LOCAL = None
+
+
+class Capture:
+    """What ``rebuild_instance`` was called with, for our check."""
+
+    __slots__ = ('instance_uuid', 'image_ref', 'orig_image_ref',
+                 'orig_sys_metadata', 'request_spec')
+
+    def __init__(self, instance_uuid, image_ref, orig_image_ref,
+                 orig_sys_metadata, request_spec):
+        self.instance_uuid = instance_uuid
+        self.image_ref = image_ref
+        self.orig_image_ref = orig_image_ref
+        self.orig_sys_metadata = orig_sys_metadata
+        self.request_spec = request_spec
+
+
+def prepare():
+    """Create the thread-local storage; :func:`.hook.install` calls it."""
+    global _LOCAL
+    if _LOCAL is None:
+        _LOCAL = threading.local()
+
+
+@contextlib.contextmanager
+def remember(capture):
+    """Keep ``capture`` for this thread while the block runs."""
+    prepare()
+    previous = getattr(_LOCAL, 'capture', None)
+    _LOCAL.capture = capture
+    try:
+        yield capture
+    finally:
+        _LOCAL.capture = previous
+
+
+def captured(instance, image_ref):
+    """Return the capture of this rebuild to ``image_ref``, or None."""
+    capture = getattr(_LOCAL, 'capture', None) if _LOCAL else None
+    if (capture is None or capture.instance_uuid != instance.uuid or
+            capture.image_ref != image_ref):
+        return None
+    return capture
 
 
 def _is_volume_backed(context, instance, capture):
@@ -52,7 +107,7 @@ def validate_image_traits_for_rebuild(self, context, instance, image_ref):
         instance fault
     """
     conf = nova.conf.CONF
-    capture = rebuild_capture.captured(instance, image_ref)
+    capture = captured(instance, image_ref)
     try:
         image_meta = objects.ImageMeta.from_image_ref(
             context, self.image_api, image_ref)

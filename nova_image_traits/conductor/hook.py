@@ -19,7 +19,7 @@ point in the conductor, so :func:`install` patches two methods of
   replaced by :func:`.check.validate_image_traits_for_rebuild`;
 * ``rebuild_instance``, wrapped to remember its ``orig_sys_metadata``
   (the system metadata of the image being replaced) and request spec
-  (:mod:`.capture`), so the check can compare with the original image's
+  for the check, so the check can compare with the original image's
   traits and restore them on a refusal (:mod:`.refusal`), and to end a
   refusal there with one WARNING instead of a traceback.
 
@@ -62,7 +62,6 @@ from oslo_log import log as logging
 
 import nova.conf
 
-from nova_image_traits.conductor import capture as rebuild_capture
 from nova_image_traits.conductor import check
 from nova_image_traits.conductor import compat
 from nova_image_traits.conductor import refusal
@@ -142,7 +141,7 @@ def install():
         # Register [image_traits] on nova's configuration now, so the
         # options exist however early they are read.
         nit_conf.register_opts(nova.conf.CONF)
-        rebuild_capture.prepare()
+        check.prepare()
         originals = {name: cls.__dict__[name]
                      for name in (compat.VALIDATE, compat.REBUILD)}
         setattr(cls, compat.REBUILD,
@@ -195,13 +194,13 @@ def _wrap_rebuild(original):
             return original(self, context, *args, **kwargs)
         arguments = arguments.arguments
         instance = arguments.get('instance')
-        capture = rebuild_capture.Capture(
+        capture = check.Capture(
             getattr(instance, 'uuid', None), arguments.get('image_ref'),
             arguments.get('orig_image_ref'),
             arguments.get('orig_sys_metadata'),
             arguments.get('request_spec'))
         try:
-            with rebuild_capture.remember(capture):
+            with check.remember(capture):
                 return original(self, context, *args, **kwargs)
         except refusal.ImageTraitsRefused as e:
             # NOTE(founders): nova has set the server to ERROR, rolled

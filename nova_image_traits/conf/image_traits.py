@@ -192,10 +192,10 @@ these internals and keeps working.
 
 
 def register_opts(conf):
-    # NOTE: ConfigOpts.register_group() keeps a shallow copy of the group,
-    # which shares the group's option table with every other ConfigOpts
-    # registering the same OptGroup object; overrides would then leak
-    # between configurations. Register a fresh group each time.
+    # NOTE(founders): ConfigOpts.register_group() keeps a shallow copy of the
+    # group, which shares the group's option table with every other ConfigOpts
+    # registering the same OptGroup object; overrides would then leak between
+    # configurations. Register a fresh group each time.
     group = cfg.OptGroup(GROUP.name, title=GROUP.title, help=GROUP.help)
     conf.register_group(group)
     conf.register_opts(ALL_OPTS, group=GROUP.name)

@@ -67,9 +67,9 @@ class ImageTraitsFilter(filters.BaseHostFilter):
         nit_conf.register_opts(nova.conf.CONF)
 
     def filter_all(self, filter_obj_list, spec_obj):
-        # NOTE: BaseFilter.filter_all calls host_passes for every host. On a
-        # request that is not a rebuild we have nothing to check, so hand
-        # the list back as it is: the handler only iterates it once more
+        # NOTE(founders): BaseFilter.filter_all calls host_passes for every
+        # host. On a request that is not a rebuild we have nothing to check, so
+        # hand the list back as it is: the handler only iterates it once more
         # (list(objs)) and no per-host call is made.
         if not scheduler_utils.request_is_rebuild(spec_obj):
             return filter_obj_list
@@ -80,16 +80,15 @@ class ImageTraitsFilter(filters.BaseHostFilter):
 
     @staticmethod
     def _forged_rebuild(hosts, spec_obj):
-        # NOTE: the boot API accepts any scheduler hint, so a user can boot
-        # with _nova_check_type=['rebuild']. Nova then skips
-        # GET /allocation_candidates, which is where image traits are
-        # checked at boot, and runs the rebuild filters on every host.
-        # Deciding per host would send placement one decision per compute
-        # node; deciding nothing and passing would let an image that
-        # requires traits boot where nothing checked them. So: no
-        # placement request at all, and refuse every host when the image
-        # requires traits (nothing can be verified), pass them all
-        # otherwise (there is nothing to check).
+        # NOTE(founders): the boot API accepts any scheduler hint, so a user
+        # can boot with _nova_check_type=['rebuild']. Nova then skips GET
+        # /allocation_candidates, which is where image traits are checked at
+        # boot, and runs the rebuild filters on every host. Deciding per host
+        # would send placement one decision per compute node; deciding nothing
+        # and passing would let an image that requires traits boot where
+        # nothing checked them. So: no placement request at all, and refuse
+        # every host when the image requires traits (nothing can be verified),
+        # pass them all otherwise (there is nothing to check).
         instance = getattr(spec_obj, 'instance_uuid', None)
         image = spec_obj.image if 'image' in spec_obj else None
         required = bool(image is not None and
@@ -113,8 +112,8 @@ class ImageTraitsFilter(filters.BaseHostFilter):
         try:
             return self._rebuild_passes(host_state, spec_obj)
         except Exception:
-            # NOTE: a filter that raises leaves the server stuck in task
-            # state REBUILDING, so never let anything escape.
+            # NOTE(founders): a filter that raises leaves the server stuck in
+            # task state REBUILDING, so never let anything escape.
             LOG.exception('ImageTraitsFilter failed for host %(host)s, '
                           'instance %(instance)s.',
                           {'host': getattr(host_state, 'host', None),
@@ -133,9 +132,9 @@ class ImageTraitsFilter(filters.BaseHostFilter):
             request = dataclasses.replace(request, global_request_id=gid)
         decision = engine.decide(request, conf=nova.conf.CONF)
         if not decision.allowed:
-            # NOTE: at INFO, unlike other filters' rejections: in a
-            # filter-only deployment the user is told only "No valid host
-            # was found", so this line is where the reason is.
+            # NOTE(founders): at INFO, unlike other filters' rejections: in a
+            # filter-only deployment the user is told only "No valid host was
+            # found", so this line is where the reason is.
             LOG.info('%(host_state)s fails image traits requirements on '
                      'rebuild of instance %(instance)s: %(reason)s',
                      {'host_state': host_state,

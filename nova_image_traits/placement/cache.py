@@ -59,9 +59,8 @@ def build_adapter(conf, timeout=None, pool_size=None):
         conf, group, auth=auth)
     if session.timeout is None and timeout:
         session.timeout = timeout
-    # NOTE(founders): one bounded pool shared by every decision of the
-    # process; the client never has more requests in flight than the pool
-    # holds.
+    # NOTE(founders): one bounded pool shared by every decision of the process;
+    # the client never has more requests in flight than the pool holds.
     size = pool_size or client.POOL_SIZE
     for scheme in ('http://', 'https://'):
         session.session.mount(scheme, ks_session.TCPKeepAliveAdapter(

@@ -114,8 +114,8 @@ class PlacementClient:
                 ttl is None or time.monotonic() - known[1] < ttl):
             return known[0]
         # NOTE(founders): not under a lock: two threads may both ask once,
-        # which is harmless, while a lock would make every decision wait for
-        # a placement that hangs.
+        # which is harmless, while a lock would make every decision wait for a
+        # placement that hangs.
         body = session.get('/', version=None)
         try:
             versions = body['versions']
@@ -192,9 +192,9 @@ class PlacementClient:
                 kwargs['global_request_id'] = global_request_id
             return adapter.get(url, **kwargs)
 
-        # NOTE(founders): a worker thread is what makes the deadline hold
-        # (see nova_image_traits.placement.workers). The abandoned request
-        # ends on its own timeout.
+        # NOTE(founders): a worker thread is what makes the deadline hold (see
+        # nova_image_traits.placement.workers). The abandoned request ends on
+        # its own timeout.
         try:
             return self._workers.call(
                 run, lambda: deadline - time.monotonic(), grace=_GRACE)

@@ -19,8 +19,8 @@ from keystoneauth1 import exceptions as ks_exc
 from nova_image_traits import exception
 from nova_image_traits.placement import query
 
-# NOTE(founders): placement answers 400 "No such trait(s): A, B." for
-# unknown traits in a required parameter (placement.exception.TraitNotFound).
+# NOTE(founders): placement answers 400 "No such trait(s): A, B." for unknown
+# traits in a required parameter (placement.exception.TraitNotFound).
 _UNKNOWN_TRAITS = re.compile(r'No such trait\(s\): ([A-Z0-9_, ]+)')
 
 

@@ -57,8 +57,8 @@ class Workers:
         self._pid = os.getpid()
         self._lock = threading.Lock()
         self._slots = threading.BoundedSemaphore(self.size)
-        # NOTE(founders): queue.Queue, not SimpleQueue: it is
-        # built on threading, which eventlet patches where nova runs on it.
+        # NOTE(founders): queue.Queue, not SimpleQueue: it is built on
+        # threading, which eventlet patches where nova runs on it.
         self._tasks = queue.Queue()
         self._idle = 0
         self.started = 0
@@ -72,9 +72,9 @@ class Workers:
         :raises: Abandoned when either wait runs out
         """
         if self._pid != os.getpid():
-            # NOTE(founders): threads do not survive a fork (nova's
-            # API and conductor workers are forked); the child's counts
-            # would name threads it does not have.
+            # NOTE(founders): threads do not survive a fork (nova's API and
+            # conductor workers are forked); the child's counts would name
+            # threads it does not have.
             self._reset()
         left = wait()
         if left <= 0 or not self._slots.acquire(timeout=left):

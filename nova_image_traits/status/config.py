@@ -27,9 +27,9 @@ ALL_FILTERS = 'nova.scheduler.filters.all_filters'
 MAY_BE_INCONCLUSIVE = ('held_providers', 'in_tree_candidates',
                        'allocation_traits')
 
-# NOTE: nova's own options (nova/conf/scheduler.py), declared here with
-# the same names, types and defaults so that nova.conf can be read
-# without importing nova.
+# NOTE(founders): nova's own options (nova/conf/scheduler.py), declared here
+# with the same names, types and defaults so that nova.conf can be read without
+# importing nova.
 _FILTER_OPTS = [
     cfg.MultiStrOpt('available_filters', default=[ALL_FILTERS]),
     cfg.ListOpt('enabled_filters', default=[

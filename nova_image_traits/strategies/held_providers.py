@@ -49,8 +49,8 @@ def unsuffixed_holders(held, query):
     if not overlapping:
         return [frozenset(rp for rp, res in held.items()
                           if set(res) & wanted)]
-    # NOTE: each numbered group can only have come from a provider holding
-    # enough of every class it asks for.
+    # NOTE(founders): each numbered group can only have come from a provider
+    # holding enough of every class it asks for.
     options = [[rp for rp in sorted(held)
                 if all(held[rp].get(rc, 0) >= n
                        for rc, n in g.resources.items())]
@@ -135,11 +135,11 @@ class HeldProvidersStrategy(base.Strategy):
                 detail=('no allocation of the server can be told to serve '
                         'the unsuffixed request group'))
         root = ctx.request.compute_node_uuid
-        # NOTE: in one placement candidate each unsuffixed class comes from
-        # one provider, and every provider but sharing ones is in the tree
-        # of the compute node when the compute node holds a part. Only when
-        # the allocations cannot be one candidate (an unfinished move holds
-        # them twice, or the node holds nothing) is the tree asked for.
+        # NOTE(founders): in one placement candidate each unsuffixed class
+        # comes from one provider, and every provider but sharing ones is in
+        # the tree of the compute node when the compute node holds a part. Only
+        # when the allocations cannot be one candidate (an unfinished move
+        # holds them twice, or the node holds nothing) is the tree asked for.
         wanted = set(query.unsuffixed.resources)
         held_twice = any(sum(1 for res in held.values() if res.get(rc))
                          > 1 for rc in wanted)
@@ -172,8 +172,8 @@ class HeldProvidersStrategy(base.Strategy):
             if (found and rp != root and not state['anchored'] and
                     SHARING_TRAIT not in traits and
                     rp not in self._tree(ctx, root, state)):
-                # NOTE: another compute node's provider, held while a move
-                # is unfinished: not what the rebuilt server will use.
+                # NOTE(founders): another compute node's provider, held while a
+                # move is unfinished: not what the rebuilt server will use.
                 continue
             missing -= found
         return decision.Verdict(

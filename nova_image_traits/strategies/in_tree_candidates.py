@@ -91,16 +91,16 @@ class InTreeCandidatesStrategy(base.Strategy):
         root = ctx.request.compute_node_uuid
         query = self.resource_query(ctx)
         if not query.unsuffixed.resources:
-            # NOTE: image traits belong to the unsuffixed group; placement
-            # ignores a group without resources, so asking would accept
-            # traits it never checked.
+            # NOTE(founders): image traits belong to the unsuffixed group;
+            # placement ignores a group without resources, so asking would
+            # accept traits it never checked.
             return decision.Verdict(
                 decision.INCONCLUSIVE, providers=(root,),
                 detail=('the unsuffixed request group, which carries the '
                         'image traits, asks for no resources'))
         with_traits = placement.candidate_params(
             query, root, limit=CANDIDATE_LIMIT, image_traits=ctx.required)
-        # NOTE: refuse a query placement would not take before asking
+        # NOTE(founders): refuse a query placement would not take before asking
         # anything (the image traits make it long).
         session.build_url(_URL, with_traits)
         held = self.held_allocations(ctx)
@@ -117,7 +117,7 @@ class InTreeCandidatesStrategy(base.Strategy):
             if not unknown:
                 raise
             if unknown != ctx.required:
-                # NOTE: placement names only the first unknown trait.
+                # NOTE(founders): placement names only the first unknown trait.
                 unknown = self.unknown_traits(ctx, ctx.required) or unknown
             return decision.Verdict(
                 decision.REJECT, missing=unknown, providers=(root,),
@@ -127,7 +127,7 @@ class InTreeCandidatesStrategy(base.Strategy):
             return decision.Verdict(
                 decision.ACCEPT, providers=tuple(sorted(match['allocations'])))
         if len(body['allocation_requests']) >= CANDIDATE_LIMIT:
-            # NOTE: a held candidate may be past the limit (or past
+            # NOTE(founders): a held candidate may be past the limit (or past
             # placement's own max_allocation_candidates): a second query
             # finding one would wrongly say the traits are missing.
             return decision.Verdict(

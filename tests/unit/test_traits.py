@@ -12,7 +12,6 @@
 """Image trait extraction and trait name validation."""
 
 import re
-import types
 
 import hypothesis
 from hypothesis import strategies as st
@@ -24,12 +23,6 @@ from tests.unit import base
 AVX2 = 'HW_CPU_X86_AVX2'
 GOLD = 'CUSTOM_GOLD'
 _LEGAL = re.compile(r'[A-Z0-9_]+')
-
-
-def _image_meta(names):
-    """A stand-in for nova's ImageMeta (``properties.traits_required``)."""
-    return types.SimpleNamespace(
-        properties=types.SimpleNamespace(traits_required=names))
 
 
 class ImageTraitsShapesTest(base.TestCase):
@@ -48,21 +41,6 @@ class ImageTraitsShapesTest(base.TestCase):
                                 'hw_disk_bus': 'scsi'}}
         self.assertEqual(frozenset([GOLD]),
                          traits.image_traits(image).required)
-
-    def test_image_meta_object(self):
-        got = traits.image_traits(_image_meta([AVX2, GOLD]))
-        self.assertEqual(frozenset([AVX2, GOLD]), got.required)
-        self.assertEqual((), got.invalid)
-
-    def test_image_meta_object_names_are_validated(self):
-        got = traits.image_traits(_image_meta(['custom_gold']))
-        self.assertEqual(frozenset(), got.required)
-        self.assertEqual(['trait:custom_gold'], [p for p, _w in got.invalid])
-
-    def test_image_meta_object_without_traits(self):
-        image = types.SimpleNamespace(properties=types.SimpleNamespace())
-        self.assertEqual(traits.ImageTraits(frozenset(), (), ()),
-                         traits.image_traits(image))
 
     def test_no_image(self):
         for image in (None, {}):
