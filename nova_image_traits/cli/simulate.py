@@ -231,7 +231,7 @@ class SimulatedCloud(object):
             flavor=scn.by_name('flavors')[server.flavor].to_flavor(),
             original_image_properties=scn.by_name('images')[
                 server.image].properties,
-            host=server.host, image_id=case.image)
+            host=server.host)
 
     def where(self, case):
         """Say where the new image's required traits sit, for the table."""
