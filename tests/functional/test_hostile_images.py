@@ -343,13 +343,15 @@ class TestHostileCorpus(HostileTestBase):
                                  getattr(as_meta, field), (label, field))
 
     def test_image_meta_without_traits(self):
-        # engine.decide also takes an ImageMeta directly; one whose
-        # properties never set traits_required requires nothing.
+        # An ImageMeta whose properties never set traits_required requires
+        # nothing, through the translation the filter and the hook use.
         from nova import objects
         objects.register_all()
         meta = objects.ImageMeta.from_dict(
             {'properties': {'hw_cpu_policy': 'dedicated'}})
-        result = self.decide_props(None, 'root_traits', image=meta)
+        result = self.decide_props(
+            None, 'root_traits',
+            image=nova_request.image_properties_from_image_meta(meta))
         self.assertEqual(decision.ACCEPT, result.outcome)
         self.assertEqual(0, result.requests)
 
