@@ -9,9 +9,9 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""List images and the traits they require, through openstacksdk.
+"""Read images and the traits they require, through openstacksdk.
 
-Used by ``nova-image-traits audit images`` and by
+Used by ``nova-image-traits audit images``, ``check``, ``audit`` and
 ``nova-image-traits-status upgrade check``. Images come from the image
 service (``conn.image.images()``, paginated) when the catalog has one;
 otherwise from nova's image proxy API (``GET /images/detail`` at compute
@@ -127,3 +127,99 @@ def known_traits(session, names):
     body = session.get('/traits', [('name', 'in:' + ','.join(names))],
                        version=TRAITS_VERSION)
     return set(body.get('traits') or ()) & set(names)
+
+
+class LookupFailed(Exception):
+    """Something the command needs could not be read from the cloud."""
+
+
+class ImageNotFound(LookupFailed):
+    """The image service answered: there is no such image."""
+
+
+class ServiceUnavailable(LookupFailed):
+    """A service did not answer; every further request would fail too."""
+
+
+def _check_proxy_answer(resp, name_or_id, found=True):
+    """Raise :class:`ServiceUnavailable` unless ``resp`` is a 404.
+
+    :param found: whether a 404 is acceptable (a name, not an ID)
+    """
+    if found and resp.status_code == 404:
+        return
+    raise ServiceUnavailable(
+        "Nova's image API (GET %s, compute microversion %s) answered HTTP "
+        '%s for image %s: the image service may be down' % (
+            urllib.parse.urlsplit(resp.request.url).path,
+            IMAGE_PROXY_VERSION, resp.status_code, name_or_id))
+
+
+class ImageSource:
+    """Image properties, read once each.
+
+    :param conn: an ``openstack.connection.Connection``
+    :param source: one of :data:`SOURCES`
+    """
+
+    def __init__(self, conn, source='auto'):
+        self.conn = conn
+        self.source = source_of(conn, source)
+        self._images = {}
+
+    def get(self, name_or_id):
+        """Return ``(id, properties)`` of an image; cached."""
+        if name_or_id not in self._images:
+            try:
+                if self.source == 'image':
+                    found = self._from_image_service(name_or_id)
+                else:
+                    found = self._from_compute(name_or_id)
+            except ImageNotFound as e:
+                # Cached: a deleted image costs one lookup per audit.
+                self._images[name_or_id] = e
+                raise
+            self._images[name_or_id] = self._images[found[0]] = found
+        found = self._images[name_or_id]
+        if isinstance(found, LookupFailed):
+            raise found
+        return found
+
+    def _from_image_service(self, name_or_id):
+        try:
+            image = self.conn.image.find_image(name_or_id,
+                                               ignore_missing=True)
+        except Exception as e:
+            raise ServiceUnavailable(
+                'The image service did not answer for image %s: %s: %s' % (
+                    name_or_id, type(e).__name__, e))
+        if image is None:
+            raise ImageNotFound('No image with name or ID %s' % name_or_id)
+        return image.id, dict(image.properties or {})
+
+    def _from_compute(self, name_or_id):
+        compute = self.conn.compute
+        resp = compute.get('/images/%s' % urllib.parse.quote(
+            name_or_id, safe=''), microversion=IMAGE_PROXY_VERSION,
+            raise_exc=False)
+        if resp.status_code == 200:
+            image = resp.json()['image']
+        else:
+            _check_proxy_answer(resp, name_or_id)
+            resp = compute.get('/images/detail?' + urllib.parse.urlencode(
+                {'name': name_or_id}), microversion=IMAGE_PROXY_VERSION,
+                raise_exc=False)
+            if resp.status_code != 200:
+                _check_proxy_answer(resp, name_or_id, found=False)
+            images = resp.json().get('images', [])
+            # NOTE(founders): filter again: not every image backend honours
+            # ?name=.
+            images = [i for i in images if i.get('name') == name_or_id]
+            if len(images) > 1:
+                raise LookupFailed('More than one image with name %s '
+                                   "(nova's image API)" % name_or_id)
+            if not images:
+                raise ImageNotFound('No image with name or ID %s (nova\'s '
+                                    'image API)' % name_or_id)
+            image = images[0]
+        return image['id'], dict(image.get('metadata') or {})

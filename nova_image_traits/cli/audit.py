@@ -99,15 +99,8 @@ class Audit(cli.CommandMixin, lister.Lister):
         return result
 
     def take_action(self, parsed_args):
-        conf = cli.load_conf(parsed_args.config_file,
-                             parsed_args.config_dir, search=True)
-        if parsed_args.fallback_strategy:
-            conf.set_override('fallback_strategy',
-                              parsed_args.fallback_strategy, 'image_traits')
-        names = cli.selected_strategies(parsed_args, conf)
-        self.app.stderr.write('audit: %s\n' % cli.describe_conf(conf))
-        cloud = nit_cloud.Cloud(nit_cloud.connect(self.app, parsed_args),
-                                conf, parsed_args.image_source)
+        conf, names, cloud = nit_cloud.open_cloud('audit', self.app,
+                                                  parsed_args)
         cloud.client = prefetch.CachingClient(cloud.client)
         per_server = not all(cli.can_share(n, conf) for n in names)
         started = time.monotonic()

@@ -73,15 +73,8 @@ class Check(cli.CommandMixin, lister.Lister):
         return parser
 
     def take_action(self, parsed_args):
-        conf = cli.load_conf(parsed_args.config_file,
-                             parsed_args.config_dir, search=True)
-        if parsed_args.fallback_strategy:
-            conf.set_override('fallback_strategy',
-                              parsed_args.fallback_strategy, 'image_traits')
-        names = cli.selected_strategies(parsed_args, conf)
-        self.app.stderr.write('check: %s\n' % cli.describe_conf(conf))
-        cloud = nit_cloud.Cloud(nit_cloud.connect(self.app, parsed_args),
-                                conf, parsed_args.image_source)
+        conf, names, cloud = nit_cloud.open_cloud('check', self.app,
+                                                  parsed_args)
         target = cloud.target(cloud.find_server(parsed_args.server))
         if not target.host or not target.node:
             raise nit_cloud.LookupFailed(

@@ -17,10 +17,7 @@ with its extra specs), compute node resource providers
 (``GET /resource_providers?name=<hypervisor hostname>``) and image
 properties. Nothing is changed.
 
-Image properties come from the image service when the catalog has one;
-otherwise from nova's image proxy API (``GET /images/{id}`` at compute
-microversion 2.35, the last one that has it), which returns the same
-properties as ``metadata``.
+Image properties are read by :class:`~nova_image_traits.images.ImageSource`.
 
 The placement client is built on first use, so that a decision that needs
 no placement works while placement is down, and an outage is reported in
@@ -28,32 +25,21 @@ one line naming the service, its URL and the error.
 """
 
 import collections
-import urllib.parse
 
 from oslo_log import log as logging
 
+from nova_image_traits import cli
 from nova_image_traits import exception
 from nova_image_traits import flavor as nit_flavor
+from nova_image_traits import images as nit_images
 from nova_image_traits import placement
 from nova_image_traits import request as nit_request
 
 LOG = logging.getLogger(__name__)
 
-#: The last compute API microversion with the image proxy API.
-IMAGE_PROXY_VERSION = '2.35'
-IMAGE_SOURCES = ('auto', 'image', 'compute')
-
-
-class LookupFailed(Exception):
-    """Something the command needs could not be read from the cloud."""
-
-
-class ImageNotFound(LookupFailed):
-    """The image service answered: there is no such image."""
-
-
-class ServiceUnavailable(LookupFailed):
-    """A service did not answer; every further request would fail too."""
+LookupFailed = nit_images.LookupFailed
+ImageNotFound = nit_images.ImageNotFound
+ServiceUnavailable = nit_images.ServiceUnavailable
 
 
 Target = collections.namedtuple('Target', [
@@ -78,7 +64,8 @@ def add_cloud_options(parser, argv):
     openstack.config.OpenStackConfig().register_argparse_arguments(
         parser, list(argv))
     parser.add_argument(
-        '--image-source', choices=IMAGE_SOURCES, default='auto',
+        '--image-source', choices=nit_images.SOURCES,
+        default='auto',
         help='Where to read image properties: the image service, or '
              "nova's image proxy API (compute microversion 2.35). auto "
              'uses the image service when the catalog has one.')
@@ -99,18 +86,20 @@ def connect(app, parsed_args):
                                            app_name='nova-image-traits')
 
 
-def _check_image_api(resp, name_or_id, found=True):
-    """Raise :class:`ServiceUnavailable` unless ``resp`` is a 404.
+def open_cloud(command, app, parsed_args):
+    """Load the configuration and connect, as ``check`` and ``audit`` do.
 
-    :param found: whether a 404 is acceptable (a name, not an ID)
+    :returns: ``(conf, strategy names, Cloud)``
     """
-    if found and resp.status_code == 404:
-        return
-    raise ServiceUnavailable(
-        "Nova's image API (GET %s, compute microversion %s) answered HTTP "
-        '%s for image %s: the image service may be down' % (
-            urllib.parse.urlsplit(resp.request.url).path,
-            IMAGE_PROXY_VERSION, resp.status_code, name_or_id))
+    conf = cli.load_conf(parsed_args.config_file, parsed_args.config_dir,
+                         search=True)
+    if parsed_args.fallback_strategy:
+        conf.set_override('fallback_strategy', parsed_args.fallback_strategy,
+                          'image_traits')
+    names = cli.selected_strategies(parsed_args, conf)
+    app.stderr.write('%s: %s\n' % (command, cli.describe_conf(conf)))
+    cloud = Cloud(connect(app, parsed_args), conf, parsed_args.image_source)
+    return conf, names, cloud
 
 
 class LazyClient:
@@ -136,20 +125,17 @@ class Cloud:
 
     :param conn: an ``openstack.connection.Connection`` with admin rights
     :param conf: the ConfigOpts holding ``[image_traits]``
-    :param image_source: one of :data:`IMAGE_SOURCES`
+    :param source: one of
+        :data:`~nova_image_traits.images.SOURCES`
     """
 
-    def __init__(self, conn, conf, image_source='auto'):
+    def __init__(self, conn, conf, source='auto'):
         self.conn = conn
         #: Built on first use, so that a decision that needs no placement
         #: (no traits, invalid names) works while placement is down.
         self.client = LazyClient(self._placement_client)
         self._conf = conf
-        if image_source == 'auto':
-            image_source = 'image' if conn.has_service('image') else (
-                'compute')
-        self.image_source = image_source
-        self._images = {}
+        self.images = nit_images.ImageSource(conn, source)
         self._nodes = {}
 
     def _placement_client(self):
@@ -259,60 +245,7 @@ class Cloud:
 
     def image(self, name_or_id):
         """Return ``(id, properties)`` of an image; cached."""
-        if name_or_id not in self._images:
-            try:
-                if self.image_source == 'image':
-                    found = self._from_image_service(name_or_id)
-                else:
-                    found = self._from_compute(name_or_id)
-            except ImageNotFound as e:
-                # Cached: a deleted image costs one lookup per audit.
-                self._images[name_or_id] = e
-                raise
-            self._images[name_or_id] = self._images[found[0]] = found
-        found = self._images[name_or_id]
-        if isinstance(found, LookupFailed):
-            raise found
-        return found
-
-    def _from_image_service(self, name_or_id):
-        try:
-            image = self.conn.image.find_image(name_or_id,
-                                               ignore_missing=True)
-        except Exception as e:
-            raise ServiceUnavailable(
-                'The image service did not answer for image %s: %s: %s' % (
-                    name_or_id, type(e).__name__, e))
-        if image is None:
-            raise ImageNotFound('No image with name or ID %s' % name_or_id)
-        return image.id, dict(image.properties or {})
-
-    def _from_compute(self, name_or_id):
-        compute = self.conn.compute
-        resp = compute.get('/images/%s' % urllib.parse.quote(
-            name_or_id, safe=''), microversion=IMAGE_PROXY_VERSION,
-            raise_exc=False)
-        if resp.status_code == 200:
-            image = resp.json()['image']
-        else:
-            _check_image_api(resp, name_or_id)
-            resp = compute.get('/images/detail?' + urllib.parse.urlencode(
-                {'name': name_or_id}), microversion=IMAGE_PROXY_VERSION,
-                raise_exc=False)
-            if resp.status_code != 200:
-                _check_image_api(resp, name_or_id, found=False)
-            images = resp.json().get('images', [])
-            # NOTE(founders): filter again: not every image backend honours
-            # ?name=.
-            images = [i for i in images if i.get('name') == name_or_id]
-            if len(images) > 1:
-                raise LookupFailed('More than one image with name %s '
-                                   "(nova's image API)" % name_or_id)
-            if not images:
-                raise ImageNotFound('No image with name or ID %s (nova\'s '
-                                    'image API)' % name_or_id)
-            image = images[0]
-        return image['id'], dict(image.get('metadata') or {})
+        return self.images.get(name_or_id)
 
     def request(self, target, image_props, original_props, lookup=True):
         """The :class:`RebuildRequest` for ``target`` and an image.
