@@ -43,16 +43,22 @@ class NovaImageTraitsException(Exception):
 
 
 class InvalidImageTrait(NovaImageTraitsException):
+    """An image property ``trait:<NAME>`` names no valid trait."""
+
     msg_fmt = ('Image property %(property)s does not name a valid trait: '
                '%(why)s')
 
 
 class TooManyImageTraits(NovaImageTraitsException):
+    """The image requires more traits than the decision accepts."""
+
     msg_fmt = ('The image requires %(count)d traits; at most %(limit)d are '
                'accepted ([image_traits] max_image_traits).')
 
 
 class StrategyNotFound(NovaImageTraitsException):
+    """The configured strategy is not installed, or fails to load."""
+
     msg_fmt = ('Could not load rebuild strategy %(name)r from namespace '
                '%(namespace)s: %(why)s. Check [image_traits] %(option)s.')
 
@@ -66,22 +72,30 @@ class PlacementError(NovaImageTraitsException):
 
 
 class PlacementUnreachable(PlacementError):
+    """No connection to placement: refused, no endpoint, TLS."""
+
     msg_fmt = 'Placement is unreachable at %(url)s: %(why)s'
     cause = 'unreachable'
 
 
 class PlacementTimeout(PlacementError):
+    """Placement did not answer within the time it was given."""
+
     msg_fmt = 'Placement did not answer %(url)s in time: %(why)s'
     cause = 'timeout'
 
 
 class PlacementBadResponse(PlacementError):
+    """Placement answered with an HTTP error."""
+
     msg_fmt = ('Placement answered %(method)s %(url)s with HTTP %(status)s: '
                '%(why)s')
     cause = 'http-error'
 
 
 class PlacementMalformedResponse(PlacementError):
+    """Placement's answer is not what its API promises."""
+
     msg_fmt = ('Placement answered %(method)s %(url)s with a body that is not '
                'what the API promises: %(why)s')
     cause = 'malformed-response'
@@ -103,17 +117,23 @@ class PlacementUnknownTraits(PlacementError):
 
 
 class PlacementProviderNotFound(PlacementError):
+    """The compute node's resource provider is not in placement."""
+
     msg_fmt = 'Resource provider %(uuid)s was not found in placement.'
     cause = 'provider-not-found'
 
 
 class DecisionDeadlineExceeded(PlacementError):
+    """The decision ran out of ``[image_traits] decision_timeout``."""
+
     msg_fmt = ('The decision took longer than %(limit).1f seconds '
                '([image_traits] decision_timeout).')
     cause = 'deadline'
 
 
 class PlacementPoolTimeout(DecisionDeadlineExceeded):
+    """Every connection to placement stayed busy until the deadline."""
+
     msg_fmt = ('No connection to placement became free for %(url)s within '
                'the %(limit).1f seconds of the decision ([image_traits] '
                'decision_timeout): too many decisions at once.')
@@ -132,5 +152,7 @@ class PlacementVersionChanged(PlacementError):
 
 
 class RequestTooLarge(NovaImageTraitsException):
+    """The query would be longer than ``[image_traits] max_url_length``."""
+
     msg_fmt = ('The placement query would be %(length)d bytes long, over the '
                'limit of %(limit)d bytes.')

@@ -85,10 +85,7 @@ class Audit(cli.CommandMixin, lister.Lister):
             '--progress-every', metavar='N', type=int, default=100,
             help='Write a progress line to stderr every N servers '
                  '(default 100; 0 for none)')
-        cli.add_strategy_options(
-            parser, 'the configured [image_traits] strategy')
-        cli.add_config_option(parser, search=True)
-        nit_cloud.add_cloud_options(parser, self.app.argv)
+        nit_cloud.add_command_options(parser, self.app.argv)
         return parser
 
     def run(self, parsed_args):

@@ -66,10 +66,7 @@ class Check(cli.CommandMixin, lister.Lister):
                             help='Server name or ID')
         parser.add_argument('--image', metavar='IMAGE', required=True,
                             help='The new image, name or ID')
-        cli.add_strategy_options(
-            parser, 'the configured [image_traits] strategy')
-        cli.add_config_option(parser, search=True)
-        nit_cloud.add_cloud_options(parser, self.app.argv)
+        nit_cloud.add_command_options(parser, self.app.argv)
         return parser
 
     def take_action(self, parsed_args):

@@ -86,6 +86,16 @@ def connect(app, parsed_args):
                                            app_name='nova-image-traits')
 
 
+def add_command_options(parser, argv):
+    """Add the options ``check`` and ``audit`` share.
+
+    The strategy, the configuration files and the cloud.
+    """
+    cli.add_strategy_options(parser, 'the configured [image_traits] strategy')
+    cli.add_config_option(parser, search=True)
+    add_cloud_options(parser, argv)
+
+
 def open_cloud(command, app, parsed_args):
     """Load the configuration and connect, as ``check`` and ``audit`` do.
 

@@ -39,9 +39,7 @@ class AllocationTraitsStrategy(base.Strategy):
     def evaluate(self, ctx):
         allocations = self.held_allocations(ctx)
         if not allocations:
-            return decision.Verdict(
-                decision.INCONCLUSIVE,
-                detail='placement holds no allocations for the server')
+            return base.NO_ALLOCATIONS
         root = ctx.request.compute_node_uuid
         ordered = sorted(allocations, key=lambda u: (u != root, u))
         missing = set(ctx.required)

@@ -14,8 +14,15 @@ import abc
 import dataclasses
 import typing as ty
 
+from nova_image_traits import decision
 from nova_image_traits import exception
 from nova_image_traits import placement
+
+#: The verdict of a strategy that judges the server's allocations, when
+#: placement holds none (a server booted before placement, or data lost).
+NO_ALLOCATIONS = decision.Verdict(
+    decision.INCONCLUSIVE,
+    detail='placement holds no allocations for the server')
 
 
 @dataclasses.dataclass(frozen=True)

@@ -123,9 +123,7 @@ class HeldProvidersStrategy(base.Strategy):
     def evaluate(self, ctx):
         held = self.held_allocations(ctx)
         if not held:
-            return decision.Verdict(
-                decision.INCONCLUSIVE,
-                detail='placement holds no allocations for the server')
+            return base.NO_ALLOCATIONS
         query = self.resource_query(ctx)
         splits = unsuffixed_holders(held, query)
         splits = [s for s in splits if s]

@@ -105,9 +105,7 @@ class InTreeCandidatesStrategy(base.Strategy):
         session.build_url(_URL, with_traits)
         held = self.held_allocations(ctx)
         if not held:
-            return decision.Verdict(
-                decision.INCONCLUSIVE,
-                detail='placement holds no allocations for the server')
+            return base.NO_ALLOCATIONS
 
         try:
             body, match = self._held_candidate(session, with_traits, held,
