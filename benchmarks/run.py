@@ -46,6 +46,9 @@ from benchmarks import stats
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_JSON = os.path.join(HERE, 'results', 'latest.json')
 RESULTS_MD = os.path.join(HERE, 'RESULTS.md')
+#: The same run as reStructuredText, included by the performance page.
+RESULTS_RST = os.path.join(os.path.dirname(HERE), 'doc', 'source', 'admin',
+                           'performance-results.inc')
 
 #: Settings of a full run and of a ``--quick`` smoke run.
 PROFILES = {
@@ -357,7 +360,11 @@ def write_json(path, results):
 
 
 def write_results_md(results, targets, text):
-    """Write ``benchmarks/RESULTS.md``, the committed copy of a full run."""
+    """Write ``benchmarks/RESULTS.md`` and the documentation's copy.
+
+    Both are committed: the Markdown for reviewers, the reStructuredText
+    for ``doc/source/admin/performance.rst``, which includes it.
+    """
     lines = ['# Benchmark results', '',
              'The last full run of `tox -e bench` (`python -m '
              'benchmarks.run`). See `doc/source/admin/performance.rst` for '
@@ -371,6 +378,8 @@ def write_results_md(results, targets, text):
     lines += ['', text]
     with open(RESULTS_MD, 'w') as f:
         f.write('\n'.join(lines) + '\n')
+    with open(RESULTS_RST, 'w') as f:
+        f.write(report.render_rst(results, targets) + '\n')
 
 
 def main(argv=None):
