@@ -54,16 +54,14 @@ def _record(title, required, **properties):
             'additionalProperties': False, 'properties': properties}
 
 
-_NAME = _string('The name, unique in its list.')
 _TEXT = {'type': ['string', 'null'], 'default': '',
          'description': 'Free text.'}
 _TRAIT = {'type': 'string', 'format': 'trait'}
-_TRAITS = _list(_TRAIT, 'The provider\'s traits: standard (os-traits) or '
-                'CUSTOM_.')
+_TRAITS = _list(_TRAIT, "The provider's traits: standard (os-traits) or "
+                '``CUSTOM_``.')
 _INVENTORY = _map({'type': 'string', 'format': 'resource-class'},
                   {'type': 'integer', 'minimum': 1},
                   'Resource class to total, each >= 1.')
-_AGGREGATES = _list(_string('An aggregate name.'), 'Aggregate names.')
 #: Extra specs and image properties: any scalar, as nova's string.
 STRINGS = {'type': ['string', 'number', 'boolean']}
 
