@@ -177,7 +177,8 @@ _FORMATS.checks('resource-class', raises=_Invalid)(_check_resource_class)
 _VALIDATOR = jsonschema.Draft202012Validator(SCHEMA, format_checker=_FORMATS)
 
 
-def _expected(schema):
+def expected(schema):
+    """Say what a field holds: 'an integer >= 0', 'a list'..."""
     kinds = schema.get('type')
     kinds = [k for k in (kinds if isinstance(kinds, list) else [kinds])
              if k != 'null']
@@ -220,7 +221,7 @@ def _where(data, error):
         message = 'expected at least one %s, got none' % error.schema[
             'items']['title']
     else:
-        message = 'expected %s, got %s' % (_expected(error.schema),
+        message = 'expected %s, got %s' % (expected(error.schema),
                                            loader.kind(value))
     return line, loader.field_name(path), message
 

@@ -159,15 +159,11 @@ class PlacementServer:
     handler_class = QuietHandler
 
     def __init__(self, host='127.0.0.1', port=0):
-        self.host = host
-        self._port = port
-        self.conf = None
-        self._httpd = None
-        self._thread = None
-        self._facade = None
-        self._reset_db = None
+        self.host, self._port = host, port
+        # NOTE(founders): all set by start() and cleared by stop().
+        self.conf = self._httpd = self._thread = self._serializer = None
+        self._facade = self._reset_db = None
         self._owns_active = False
-        self._serializer = None
 
     @property
     def port(self):

@@ -32,17 +32,6 @@ def _record(path):
     return record
 
 
-def _type(spec):
-    kinds = spec.get('type')
-    kinds = [k for k in (kinds if isinstance(kinds, list) else [kinds])
-             if k != 'null']
-    if kinds == ['integer']:
-        return 'integer >= %d' % spec['minimum']
-    return {'string': 'string', 'boolean': 'boolean', 'array': 'list',
-            'object': 'mapping'}.get(kinds[0] if len(kinds) == 1 else '',
-                                     'plain value')
-
-
 def _default(name, spec, required):
     if name in required:
         return 'required'
@@ -63,7 +52,8 @@ class ScenarioFields(Directive):
                  '   * - Field', '     - Type', '     - Default',
                  '     - Meaning']
         for name, spec in record['properties'].items():
-            lines += ['   * - ``%s``' % name, '     - %s' % _type(spec),
+            lines += ['   * - ``%s``' % name,
+                      '     - %s' % schema.expected(spec),
                       '     - %s' % _default(name, spec, required),
                       '     - %s' % spec.get('description', '')]
         node = nodes.section()
