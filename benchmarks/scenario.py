@@ -45,8 +45,8 @@ import uuid as uuid_lib
 
 from nova_image_traits import flavor as nit_flavor
 from nova_image_traits import request as nit_request
-from nova_image_traits.simulate import cloud
-from nova_image_traits.simulate import server as placement_server
+from tests.functional.fixtures import builder as fixture_builder
+from tests.functional.fixtures import server as placement_server
 
 #: Traits of every background host.
 COMMON_TRAITS = ('HW_CPU_X86_AVX2', 'HW_CPU_X86_SSE42', 'CUSTOM_COMMON')
@@ -138,7 +138,7 @@ def rebuild_request(host, case):
 def bulk_allocate(builder, allocations, clear=False):
     """Write (or clear) many consumers' allocations, in batches.
 
-    :param builder: a :class:`~nova_image_traits.simulate.cloud.CloudBuilder`
+    :param builder: a :class:`~tests.functional.fixtures.builder.CloudBuilder`
     :param allocations: a list of ``(consumer UUID, {rp UUID: {rc: n}})``
     :param clear: remove the allocations of consumers this module created
         (consumer generation 1) instead of writing them
@@ -187,7 +187,7 @@ class Cloud(object):
     def start(self):
         """Start placement (SQLite, 127.0.0.1, TCP_NODELAY)."""
         self.server.start()
-        self.builder = cloud.CloudBuilder(self.server.endpoint)
+        self.builder = fixture_builder.CloudBuilder(self.server.endpoint)
         self._tempdir = tempfile.mkdtemp(prefix='nit-bench-')
         return self
 

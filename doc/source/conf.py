@@ -16,6 +16,14 @@
 # package itself, not nova: nothing here may import a module that imports
 # nova (nova_image_traits.filters, .conductor, .cmd, .nova_request).
 
+import os
+import sys
+
+# NOTE(founders): _exts/scenario_schema.py renders the scenario format from
+# nova_image_traits.simulate.schema, read from this source tree.
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [os.path.join(HERE, '_exts'), os.path.join(HERE, '..', '..')]
+
 # -- General configuration ---------------------------------------------------
 
 extensions = [
@@ -24,6 +32,8 @@ extensions = [
     'oslo_config.sphinxext',
     # Writes _static/nova-image-traits.conf.sample at build time.
     'oslo_config.sphinxconfiggen',
+    # .. scenario-fields:: and .. scenario-schema:: (the scenario format).
+    'scenario_schema',
 ]
 
 config_generator_config_file = (

@@ -9,9 +9,12 @@
 #    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 #    License for the specific language governing permissions and limitations
 #    under the License.
-"""Run the real Placement service in-process and populate it over HTTP.
+"""The simulator behind ``nova-image-traits simulate``.
 
-Needs the ``simulate`` extra (``openstack-placement``).  Intended for
-functional tests and for measuring trait-check strategies; never import it
-from code that runs inside Nova services.
+A scenario (:mod:`.scenario`, its format in :mod:`.schema`) is loaded into
+a real placement on loopback (:mod:`.server`, :mod:`.cloud`) and every
+strategy judges its rebuild cases (:mod:`.run`); :mod:`.tables` and
+:mod:`.dot` show the verdicts. The placement needs the ``simulate`` extra
+(``openstack-placement``). Nothing on the decision path imports this
+package, so an install may leave it out.
 """

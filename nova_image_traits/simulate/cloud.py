@@ -17,42 +17,18 @@ aggregates and allocations through the public API only, so it works against
 placement that accepts a token.
 """
 
-import concurrent.futures
 import dataclasses
-import threading
 import uuid as uuid_lib
 
 from oslo_log import log as logging
-import requests
+
+from nova_image_traits.simulate import http
 
 LOG = logging.getLogger(__name__)
 
-#: Highest microversion the builder speaks.
-MAX_MICROVERSION = (1, 39)
-#: Lowest: consumer generations in PUT /allocations arrived in 1.28.
-MIN_MICROVERSION = (1, 28)
 SHARES_TRAIT = 'MISC_SHARES_VIA_AGGREGATE'
 FILLER_PROJECT = 'filler-project'
 FILLER_USER = 'filler-user'
-
-
-class PlacementRequestError(Exception):
-    """Placement answered with a status the builder did not expect."""
-
-    def __init__(self, method, path, status, body):
-        """Describe the failed request.
-
-        :param method: HTTP method
-        :param path: request path with query
-        :param status: HTTP status received
-        :param body: response body text
-        """
-        self.method = method
-        self.path = path
-        self.status = status
-        self.body = body
-        super().__init__('%s %s returned %s: %s' % (method, path, status,
-                                                    body))
 
 
 @dataclasses.dataclass
@@ -69,16 +45,7 @@ class ComputeNode:
     children: dict = dataclasses.field(default_factory=dict)
 
 
-def _parse_version(text):
-    """Turn ``"X.Y"`` into ``(X, Y)``.
-
-    :param text: a microversion string
-    """
-    major, minor = text.split('.')
-    return int(major), int(minor)
-
-
-def _inventory_record(value):
+def inventory_record(value):
     """Normalise an inventory value to placement's inventory dict.
 
     :param value: an integer total, or a dict of inventory fields
@@ -97,91 +64,16 @@ def _capacity(record):
                record['allocation_ratio'])
 
 
-class CloudBuilder(object):
+class CloudBuilder(http.PlacementHTTP):
     """Build a simulated cloud in placement.
 
-    :param endpoint: placement base URL, e.g. ``http://127.0.0.1:PORT``
-    :param token: value of the ``X-Auth-Token`` header
-    :param max_microversion: highest microversion to use, ``"X.Y"``; the
-        builder uses the highest one both sides support
-    :param timeout: per-request timeout in seconds
+    Takes the arguments of :class:`~.http.PlacementHTTP`.
     """
 
-    def __init__(self, endpoint, token='admin', max_microversion='1.39',
-                 timeout=30):
-        self.endpoint = endpoint.rstrip('/')
-        self.token = token
-        self.timeout = timeout
-        self._wanted = min(_parse_version(max_microversion),
-                           MAX_MICROVERSION)
-        self._version = None
-        self._local = threading.local()
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
         self._known_traits = set()
         self._known_classes = set()
-
-    # -- HTTP plumbing ----------------------------------------------------
-
-    def _session(self):
-        """Return this thread's ``requests.Session``."""
-        session = getattr(self._local, 'session', None)
-        if session is None:
-            session = self._local.session = requests.Session()
-        return session
-
-    @property
-    def microversion(self):
-        """The negotiated microversion as ``(major, minor)``."""
-        if self._version is None:
-            resp = self._session().get(self.endpoint + '/',
-                                       timeout=self.timeout)
-            if resp.status_code != 200:
-                raise PlacementRequestError('GET', '/', resp.status_code,
-                                            resp.text)
-            server_max = _parse_version(
-                resp.json()['versions'][0]['max_version'])
-            version = min(server_max, self._wanted)
-            if version < MIN_MICROVERSION:
-                raise PlacementRequestError(
-                    'GET', '/', resp.status_code,
-                    'builder needs microversion >= %d.%d, server offers '
-                    '%d.%d' % (MIN_MICROVERSION + server_max))
-            self._version = version
-        return self._version
-
-    def request(self, method, path, body=None, expect=(200,),
-                headers=None):
-        """Send one request and check its status.
-
-        :param method: HTTP method
-        :param path: path below the endpoint, with query string
-        :param body: JSON-serialisable request body, or None
-        :param expect: acceptable status codes
-        :param headers: extra request headers
-        :returns: the decoded JSON body, or None when there is none
-        :raises PlacementRequestError: on any other status
-        """
-        headers = dict(headers or {}, **{
-            'X-Auth-Token': self.token,
-            'OpenStack-API-Version': 'placement %d.%d' % self.microversion,
-            'Accept': 'application/json',
-        })
-        resp = self._session().request(
-            method, self.endpoint + path, json=body, headers=headers,
-            timeout=self.timeout)
-        if resp.status_code not in expect:
-            raise PlacementRequestError(method, path, resp.status_code,
-                                        resp.text)
-        if resp.content and resp.headers.get(
-                'Content-Type', '').startswith('application/json'):
-            return resp.json()
-        return None
-
-    def get(self, path):
-        """GET ``path`` and return the decoded body.
-
-        :param path: path below the endpoint, with query string
-        """
-        return self.request('GET', path)
 
     # -- traits and resource classes ---------------------------------------
 
@@ -245,7 +137,7 @@ class CloudBuilder(object):
             generation = self.generation(rp_uuid)
         body = {
             'resource_provider_generation': generation,
-            'inventories': {rc: _inventory_record(value)
+            'inventories': {rc: inventory_record(value)
                             for rc, value in inventories.items()},
         }
         resp = self.request(
@@ -371,14 +263,6 @@ class CloudBuilder(object):
             body['consumer_type'] = consumer_type
         self.request('PUT', path, body, expect=(204,))
 
-    def delete_allocations(self, consumer_uuid):
-        """Remove all allocations of a consumer.
-
-        :param consumer_uuid: consumer UUID
-        """
-        self.request('DELETE', '/allocations/%s' % consumer_uuid,
-                     expect=(204,))
-
     def fill(self, rp_uuid, rc):
         """Consume all remaining capacity of ``rc`` on a provider.
 
@@ -406,77 +290,3 @@ class CloudBuilder(object):
         LOG.debug('Filled %s of %s with %d consumers', rc, rp_uuid,
                   len(consumers))
         return consumers
-
-    # -- bulk -----------------------------------------------------------------
-
-    def build_background(self, n_hosts, traits=(), vcpus=8, memory_mb=16384,
-                         disk_gb=100, name_prefix='background', workers=2,
-                         batch_size=200):
-        """Create many plain compute hosts that share the same traits.
-
-        Providers and traits are written from ``workers`` threads; the
-        inventories go in batches through ``POST /reshaper`` (1.30+), one
-        request per ``batch_size`` hosts.  About 15 ms a host against
-        :class:`~nova_image_traits.simulate.server.PlacementServer`.
-
-        :param n_hosts: number of hosts
-        :param traits: traits of every host
-        :param vcpus: VCPU total of each host
-        :param memory_mb: MEMORY_MB total of each host
-        :param disk_gb: DISK_GB total of each host
-        :param name_prefix: host names are ``<prefix>-<index>``
-        :param workers: concurrent HTTP requests
-        :param batch_size: hosts per reshaper request
-        :returns: the host provider UUIDs, in index order
-        """
-        traits = sorted(set(traits))
-        self.ensure_traits(traits)
-        inventory = {rc: {'total': n} for rc, n in (
-            ('VCPU', vcpus), ('MEMORY_MB', memory_mb), ('DISK_GB', disk_gb))
-            if n}
-        uuids = [str(uuid_lib.uuid4()) for _i in range(n_hosts)]
-
-        def create(index):
-            rp_uuid = uuids[index]
-            self.create_provider('%s-%d' % (name_prefix, index), rp_uuid)
-            gen = 0
-            if traits:
-                gen = self.set_traits(rp_uuid, traits, generation=gen)
-            return rp_uuid, gen
-
-        with concurrent.futures.ThreadPoolExecutor(workers) as pool:
-            created = list(pool.map(create, range(n_hosts)))
-            if inventory:
-                batches = [created[i:i + batch_size]
-                           for i in range(0, n_hosts, batch_size)]
-                list(pool.map(
-                    lambda batch: self._bulk_inventory(batch, inventory),
-                    batches))
-        return uuids
-
-    def _bulk_inventory(self, providers, inventory):
-        """Set the same inventory on many fresh providers.
-
-        :param providers: ``(rp_uuid, generation)`` pairs
-        :param inventory: as for :meth:`set_inventory`
-        """
-        # A reshaper request costs ~40 ms before it does any work (schema
-        # validation), about three inventory PUTs.
-        if self.microversion < (1, 30) or len(providers) < 4:
-            for rp_uuid, gen in providers:
-                self.set_inventory(rp_uuid, inventory, generation=gen)
-            return
-        self.ensure_resource_classes(inventory)
-        records = {rc: _inventory_record(value)
-                   for rc, value in inventory.items()}
-        body = {
-            'inventories': {
-                rp_uuid: {'resource_provider_generation': gen,
-                          'inventories': records}
-                for rp_uuid, gen in providers},
-            'allocations': {},
-        }
-        # Placement's default policy reserves the reshaper for the service
-        # role; noauth2 takes roles from X-Roles.
-        self.request('POST', '/reshaper', body, expect=(204,),
-                     headers={'X-Roles': 'admin,service'})

@@ -11,57 +11,40 @@
 #    under the License.
 """Serve the real Placement WSGI application over loopback HTTP.
 
-:class:`PlacementServer` runs ``placement.deploy.loadapp`` (the same
-pipeline a production placement uses, with ``noauth2``) behind a threaded
-``wsgiref`` server on ``127.0.0.1`` and a free port, backed by a private
-in-memory SQLite database.
+:class:`PlacementServer` runs ``placement.deploy.loadapp`` (the pipeline a
+production placement runs, with ``noauth2``) behind a threaded ``wsgiref``
+server on ``127.0.0.1``, on a private in-memory SQLite database.
+``simulate`` uses it as it is; the functional tests add request recording,
+microversion caps and fault injection (``tests/functional/fixtures``).
 
-Placement keeps some state in module globals, so only one server can run in
-a process at a time (:meth:`PlacementServer.start` enforces this):
+Placement keeps state in module globals, so one server runs in a process
+at a time: the oslo.db enginefacade of ``placement.db_api`` (patched with
+``patch_factory`` on start and restored on stop, which also clashes with
+nova's ``PlacementFixture``), the policy enforcer and the "standard traits
+and resource classes synced" flags. Placement's own options live in a
+private ``ConfigOpts``, which it passes to its handlers and to oslo.policy.
 
-* the database: ``placement.db_api.placement_context_manager`` is a global
-  oslo.db enginefacade.  The server patches its own engine factory into it
-  (``patch_factory``) and restores the previous one on :meth:`stop`.  This
-  also clashes with Nova's ``PlacementFixture``; do not use both at once.
-* the policy enforcer (``placement.policy._ENFORCER``), reset on start/stop.
-* the "standard traits/resource classes already synced" flags.
-* oslo.db reads defaults for options we do not set from the global
-  ``cfg.CONF`` ``[database]`` group (placement does the same).
-
-Everything else, including placement's own options, lives in a private
-``oslo_config.cfg.ConfigOpts``: placement passes that object explicitly to
-its handlers (``PlacementHandler(config=...)``) and to oslo.policy.
-
-The in-memory database is one SQLite connection (oslo.db uses a
-``StaticPool`` for ``sqlite://``) shared by all request threads, so the
-server runs placement for one request at a time; recording, the
-``middleware`` hook and the HTTP handling stay concurrent.  This costs no
-throughput (placement is CPU-bound Python under the GIL) and is what makes
-SQLite reliable here: with a file database and concurrent requests,
-placement's deferred transactions fail with "database is locked".  Each
-request is therefore atomic, which is at least as strict as a real
-placement.
+The in-memory database is one SQLite connection (oslo.db's ``StaticPool``)
+shared by every request thread, so placement serves one request at a time
+while the HTTP handling stays concurrent. Placement is CPU-bound Python
+under the GIL, so this costs no throughput, and it is what makes SQLite
+reliable: a file database with concurrent requests fails placement's
+deferred transactions with "database is locked".
 """
 
-import json
 import socket
 import socketserver
 import threading
-import urllib.parse
 from wsgiref import simple_server
 
-from microversion_parse import middleware as mp_middleware
 from oslo_config import cfg
 from oslo_db.sqlalchemy import enginefacade
 from oslo_log import log as logging
-import webob
-import webob.dec
 
 from placement import conf as placement_conf
 from placement.db.sqlalchemy import migration
 from placement import db_api
 from placement import deploy
-from placement import microversion
 from placement.objects import resource_class
 from placement.objects import trait
 from placement import policy
@@ -70,8 +53,6 @@ LOG = logging.getLogger(__name__)
 
 #: Token accepted by placement's ``noauth2`` middleware as an admin.
 ADMIN_TOKEN = 'admin'
-#: WSGI environ key holding the request target exactly as sent.
-RAW_TARGET_ENVIRON = 'nova_image_traits.request_target'
 
 # Held while a server is running; see the module docstring.
 _ACTIVE = threading.Lock()
@@ -81,10 +62,11 @@ class PlacementServerError(Exception):
     """The simulated placement server could not be started."""
 
 
-class _QuietHandler(simple_server.WSGIRequestHandler):
-    """Request handler: TCP_NODELAY, no access log, raw target recorded."""
+class QuietHandler(simple_server.WSGIRequestHandler):
+    """Request handler: TCP_NODELAY and no access log."""
 
-    # Drop idle or stuck client connections instead of pinning a thread.
+    # NOTE(founders): drop idle or stuck client connections instead of
+    # pinning a thread.
     timeout = 60
 
     def setup(self):
@@ -92,12 +74,6 @@ class _QuietHandler(simple_server.WSGIRequestHandler):
         super().setup()
         self.connection.setsockopt(
             socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-    def get_environ(self):
-        """Add the request target as received (path and raw query)."""
-        environ = super().get_environ()
-        environ[RAW_TARGET_ENVIRON] = self.path
-        return environ
 
     def log_message(self, format, *args):
         """Suppress wsgiref's access log on stderr."""
@@ -111,61 +87,18 @@ class _ThreadingWSGIServer(socketserver.ThreadingMixIn,
     allow_reuse_address = True
 
     def handle_error(self, request, client_address):
-        """Log errors such as clients hanging up instead of printing them.
-
-        :param request: the client socket
-        :param client_address: the client's address
-        """
+        """Log errors such as clients hanging up instead of printing them."""
         LOG.debug('Error serving placement request from %s',
                   client_address, exc_info=True)
 
 
-def _request_target(environ):
-    """Return the request path and query string as the client sent them.
-
-    :param environ: a WSGI environ
-    """
-    raw = environ.get(RAW_TARGET_ENVIRON)
-    if raw is not None:
-        return raw
-    path = urllib.parse.quote(
-        environ.get('SCRIPT_NAME', '') + environ.get('PATH_INFO', ''))
-    query = environ.get('QUERY_STRING')
-    return '%s?%s' % (path, query) if query else path
-
-
-class _Recorder(object):
-    """WSGI middleware appending ``(method, target)`` for every request."""
-
-    def __init__(self, application, records, lock):
-        """Create the middleware.
-
-        :param application: the WSGI application to wrap
-        :param records: list receiving ``(method, path_with_query)`` tuples
-        :param lock: a lock guarding ``records``
-        """
-        self.application = application
-        self.records = records
-        self.lock = lock
-
-    def __call__(self, environ, start_response):
-        entry = (environ['REQUEST_METHOD'], _request_target(environ))
-        with self.lock:
-            self.records.append(entry)
-        return self.application(environ, start_response)
-
-
-class _Serializer(object):
+class _Serializer:
     """WSGI middleware running its application for one request at a time.
 
     Every request shares one SQLite connection.
     """
 
     def __init__(self, application):
-        """Create the middleware.
-
-        :param application: the WSGI application to wrap
-        """
         self.application = application
         self.lock = threading.Lock()
         self.closed = False
@@ -181,7 +114,8 @@ class _Serializer(object):
                 start_response('503 Service Unavailable',
                                [('Content-Type', 'text/plain')])
                 return [b'placement server stopped']
-            # Placement returns fully built bodies; drain them in the lock.
+            # NOTE(founders): placement returns fully built bodies; drain
+            # them in the lock.
             result = self.application(environ, start_response)
             try:
                 return list(result)
@@ -190,85 +124,8 @@ class _Serializer(object):
                     result.close()
 
 
-class _VersionDocumentCap(object):
-    """Make placement's responses advertise a capped max microversion.
-
-    The microversion middleware inside the pipeline already refuses
-    versions above the cap (see :attr:`PlacementServer.max_microversion`);
-    placement's root handler and 406 error formatter however read the
-    module-global version list.  This rewrites ``max_version`` in the
-    ``GET /`` document and in 406 error bodies so that they agree with the
-    cap.
-    """
-
-    def __init__(self, application):
-        """Create the middleware, initially passing everything through.
-
-        :param application: the placement WSGI application
-        """
-        self.application = application
-        #: The capped max microversion (e.g. ``"1.30"``) or None.
-        self.max_version = None
-
-    @webob.dec.wsgify
-    def __call__(self, req):
-        max_version = self.max_version
-        resp = req.get_response(self.application)
-        if max_version is None:
-            return resp
-        is_root = req.path_info in ('', '/') and req.method == 'GET'
-        if not (is_root or resp.status_int == 406):
-            return resp
-        try:
-            doc = json.loads(resp.body)
-        except ValueError:
-            return resp
-        for entry in doc.get('versions', []) + doc.get('errors', []):
-            if 'max_version' in entry:
-                entry['max_version'] = max_version
-        resp.body = json.dumps(doc).encode('utf-8')
-        return resp
-
-
-def _find_microversion_middleware(app):
-    """Walk a placement pipeline down to its MicroversionMiddleware.
-
-    :param app: the application returned by ``placement.deploy.loadapp``
-    :returns: the middleware instance, or None if it cannot be found
-    """
-    node = app
-    for _hop in range(32):
-        if isinstance(node, mp_middleware.MicroversionMiddleware):
-            return node
-        node = getattr(node, 'application', None)
-        if node is None:
-            return None
-    return None
-
-
-def _capped_versions(max_version):
-    """Return placement's version list truncated after ``max_version``.
-
-    :param max_version: ``"X.Y"``, or None for no cap
-    :raises PlacementServerError: if placement has no such version
-    """
-    if max_version is None:
-        return list(microversion.VERSIONS)
-    if max_version not in microversion.VERSIONS:
-        raise PlacementServerError(
-            'max_microversion %s is not a placement microversion (known: '
-            '%s..%s)' % (max_version, microversion.min_version_string(),
-                         microversion.max_version_string()))
-    cut = microversion.VERSIONS.index(max_version) + 1
-    return list(microversion.VERSIONS[:cut])
-
-
 def _make_conf(connection):
-    """Build a private placement configuration.
-
-    :param connection: SQLAlchemy URL of the placement database
-    :returns: a parsed ``oslo_config.cfg.ConfigOpts``
-    """
+    """A private, parsed placement configuration on ``connection``."""
     conf = cfg.ConfigOpts()
     placement_conf.register_opts(conf)
     conf.set_override('auth_strategy', 'noauth2', group='api')
@@ -286,89 +143,27 @@ def _reset_placement_globals():
     resource_class._RESOURCE_CLASSES_SYNCED = False
 
 
-class PlacementServer(object):
-    """The real Placement API on ``127.0.0.1``, for tests and simulations.
+class PlacementServer:
+    """The real Placement API on ``127.0.0.1``, for simulations and tests.
 
-    Usage::
+    A context manager: ``with PlacementServer() as server:``. Subclasses
+    shape the service through :meth:`_create_schema`, :meth:`_wrap` and
+    :attr:`handler_class`.
 
-        with PlacementServer() as server:
-            requests.get(server.endpoint + '/resource_providers',
-                         headers={'X-Auth-Token': server.token})
-
-    :param middleware: optional callable ``app -> app`` wrapped around the
-        placement application (inside the recorder), e.g. to inject faults
-    :param max_microversion: optional ``"X.Y"``; the server then behaves like
-        an older placement whose highest microversion is ``X.Y``
     :param host: address to listen on
     :param port: TCP port; 0 picks a free one
-    :param snapshot: bytes from :meth:`snapshot` of an earlier server (same
-        placement version) to start from instead of an empty cloud
     """
 
     token = ADMIN_TOKEN
+    #: The request handler class of the HTTP server.
+    handler_class = QuietHandler
 
-    def __init__(self, middleware=None, max_microversion=None,
-                 host='127.0.0.1', port=0, snapshot=None):
-        self.middleware = middleware
-        self.initial_snapshot = snapshot
-        _capped_versions(max_microversion)
-        self._max_microversion = max_microversion
-        self.host = host
-        self._port = port
-        self.conf = None
-        self._recorder = []
-        self._recorder_lock = threading.Lock()
-        self._httpd = None
-        self._thread = None
-        self._facade = None
-        self._reset_db = None
+    def __init__(self, host='127.0.0.1', port=0):
+        self.host, self._port = host, port
+        # NOTE(founders): all set by start() and cleared by stop().
+        self.conf = self._httpd = self._thread = self._serializer = None
+        self._facade = self._reset_db = None
         self._owns_active = False
-        self._mv_middleware = None
-        self._doc_cap = None
-        self._serializer = None
-
-    @property
-    def max_microversion(self):
-        """Highest microversion served, ``"X.Y"``, or None for placement's.
-
-        May be changed while the server runs: ``microversion_parse``'s
-        middleware takes its version list per instance, so the cap affects
-        only this server.  Requests above it get that middleware's real 406
-        and ``latest`` means the cap.  Placement's root handler and 406
-        error formatter read the module-global list, so their
-        ``max_version`` fields are rewritten on the way out.
-        """
-        return self._max_microversion
-
-    @max_microversion.setter
-    def max_microversion(self, value):
-        versions = _capped_versions(value)
-        self._max_microversion = value
-        if self._mv_middleware is not None:
-            self._apply_cap(versions)
-
-    def _apply_cap(self, versions):
-        """Install a version list into the running pipeline.
-
-        :param versions: the accepted microversions, oldest first
-        """
-        self._doc_cap.max_version = self._max_microversion
-        self._mv_middleware.versions = versions
-
-    @property
-    def recorder(self):
-        """List of ``(method, path_with_query)`` for every request served.
-
-        ``path_with_query`` is the request target as the client sent it
-        (percent-encoding kept).  The list is live; copy it before
-        iterating while requests are in flight.
-        """
-        return self._recorder
-
-    def reset_recorder(self):
-        """Forget all recorded requests."""
-        with self._recorder_lock:
-            del self._recorder[:]
 
     @property
     def port(self):
@@ -408,8 +203,7 @@ class PlacementServer(object):
         except BaseException:
             self.stop()
             raise
-        LOG.debug('Placement serving at %s (max microversion %s)',
-                  self.endpoint, self.max_microversion or 'latest')
+        LOG.debug('Placement serving at %s', self.endpoint)
         return self
 
     def _create_database(self):
@@ -419,74 +213,41 @@ class PlacementServer(object):
         """
         url = 'sqlite://'
         self._facade = enginefacade.transaction_context()
-        # thread_checkin only adds a sleep(0) per transaction (for eventlet).
+        # NOTE(founders): thread_checkin only adds a sleep(0) per
+        # transaction, for eventlet.
         self._facade.configure(connection=url, thread_checkin=False)
         self._reset_db = db_api.placement_context_manager.patch_factory(
             self._facade)
-        if self.initial_snapshot is None:
-            migration.create_schema(db_api.get_placement_engine())
-        else:
-            self._with_sqlite(lambda conn: conn.deserialize(
-                self.initial_snapshot))
+        self._create_schema()
         return url
 
-    @staticmethod
-    def _with_sqlite(func):
-        """Call ``func`` with the database's ``sqlite3.Connection``.
+    def _create_schema(self):
+        """Create placement's tables in the fresh database."""
+        migration.create_schema(db_api.get_placement_engine())
 
-        :param func: a callable taking the connection
-        :returns: what ``func`` returns
+    def _wrap(self, app):
+        """Return the application to serve around the serialized ``app``.
+
+        :param app: placement's pipeline, one request at a time
         """
-        raw = db_api.get_placement_engine().raw_connection()
-        try:
-            return func(raw.driver_connection)
-        finally:
-            raw.close()
-
-    def snapshot(self):
-        """Return the whole database as bytes, between two requests.
-
-        Pass them as ``snapshot`` to a later server to skip rebuilding a
-        large cloud: restoring 2000 hosts takes milliseconds.
-
-        :returns: the serialized SQLite database
-        """
-        if not self.running:
-            raise PlacementServerError('the server is not running')
-        with self._serializer.lock:
-            return self._with_sqlite(lambda conn: conn.serialize())
+        return app
 
     def _load_app(self):
-        """Build the full placement pipeline around our database.
-
-        :returns: the WSGI application to serve
-        """
+        """Return placement's whole pipeline on our database, to serve."""
         url = self._create_database()
         self.conf = _make_conf(url)
         _reset_placement_globals()
         policy.init(self.conf, suppress_deprecation_warnings=True)
-        # loadapp also syncs the standard traits and resource classes.
-        app = deploy.loadapp(self.conf)
-        self._mv_middleware = _find_microversion_middleware(app)
-        if self._mv_middleware is None:
-            raise PlacementServerError(
-                'cannot find the microversion middleware in the placement '
-                'pipeline; placement.deploy changed shape')
-        self._serializer = _Serializer(app)
-        app = self._doc_cap = _VersionDocumentCap(self._serializer)
-        self._apply_cap(_capped_versions(self._max_microversion))
-        if self.middleware is not None:
-            app = self.middleware(app)
-        return _Recorder(app, self._recorder, self._recorder_lock)
+        # NOTE(founders): loadapp also syncs the standard traits and
+        # resource classes.
+        self._serializer = _Serializer(deploy.loadapp(self.conf))
+        return self._wrap(self._serializer)
 
     def _serve(self, app):
-        """Bind a free port and serve ``app`` from a daemon thread.
-
-        :param app: the WSGI application
-        """
+        """Bind a free port and serve ``app`` from a daemon thread."""
         self._httpd = simple_server.make_server(
             self.host, self._port, app, server_class=_ThreadingWSGIServer,
-            handler_class=_QuietHandler)
+            handler_class=self.handler_class)
         self._thread = threading.Thread(
             target=self._httpd.serve_forever, kwargs={'poll_interval': 0.05},
             name='placement-%d' % self.port, daemon=True)
@@ -506,8 +267,8 @@ class PlacementServer(object):
             self._thread.join()
             self._thread = None
         if self._serializer is not None:
-            # Requests accepted before shutdown must not reach the database
-            # once it is gone.
+            # NOTE(founders): requests accepted before shutdown must not
+            # reach the database once it is gone.
             self._serializer.close()
             self._serializer = None
         if self._reset_db is not None:
@@ -516,7 +277,6 @@ class PlacementServer(object):
         if self._facade is not None:
             self._facade.dispose_pool()
             self._facade = None
-        self._mv_middleware = self._doc_cap = None
         if self._owns_active:
             _reset_placement_globals()
             self._owns_active = False

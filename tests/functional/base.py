@@ -24,8 +24,8 @@ import fixtures
 import requests
 import testtools
 
-from nova_image_traits.simulate import cloud
-from nova_image_traits.simulate import server as placement_server
+from tests.functional.fixtures import builder
+from tests.functional.fixtures import server as placement_server
 
 _SNAPSHOTS = {}
 
@@ -37,13 +37,13 @@ def snapshot_of(key, build):
     from :meth:`FunctionalTestCase.placement_snapshot`.
 
     :param key: cache key naming the cloud
-    :param build: callable taking a :class:`cloud.CloudBuilder` that
+    :param build: callable taking a :class:`builder.CloudBuilder` that
         populates an empty placement
     :returns: bytes for ``PlacementServer(snapshot=...)``
     """
     if key not in _SNAPSHOTS:
         with placement_server.PlacementServer() as server:
-            build(cloud.CloudBuilder(server.endpoint, token=server.token))
+            build(builder.CloudBuilder(server.endpoint, token=server.token))
             _SNAPSHOTS[key] = server.snapshot()
     return _SNAPSHOTS[key]
 
@@ -77,8 +77,8 @@ class RealPlacementFixture(fixtures.Fixture):
             snapshot=self.snapshot)
         self.server.start()
         self.addCleanup(self.server.stop)
-        self.builder = cloud.CloudBuilder(self.endpoint,
-                                          token=self.server.token)
+        self.builder = builder.CloudBuilder(self.endpoint,
+                                            token=self.server.token)
 
     @property
     def endpoint(self):

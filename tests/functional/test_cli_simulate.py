@@ -27,6 +27,7 @@ import testtools
 
 from nova_image_traits.cli import simulate
 from nova_image_traits.cmd import cli
+from nova_image_traits.simulate import scenario
 
 A, R = 'accept', 'reject'
 STRATEGIES = ('held_providers', 'reject', 'root_traits', 'tree_traits',
@@ -228,7 +229,7 @@ class SimulateTest(testtools.TestCase):
             json.loads(out))
 
     def test_default_scenario_is_the_bundled_one(self):
-        path = simulate.default_scenario_path()
+        path = scenario.sample_path()
         self.assertTrue(path.endswith(os.path.join(
             'nova_image_traits', 'simulate', 'sample-cloud.yaml')))
         self.assertTrue(os.path.exists(path))

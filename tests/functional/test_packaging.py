@@ -110,6 +110,8 @@ class TestInstalledWheel(testtools.TestCase):
         self.check_deployer_copy_of_the_sample()
         self.check_conductor_help()
         self.check_config_generator_namespace()
+        # Last: it deletes the simulator from the install.
+        self.check_decision_path_without_the_simulator()
 
     def check_wheel_contents(self, wheel):
         names = zipfile.ZipFile(wheel).namelist()
@@ -148,3 +150,44 @@ class TestInstalledWheel(testtools.TestCase):
                                  'nova_image_traits')
         self.assertIn('[image_traits]', out)
         self.assertIn('#strategy = ', out)
+
+    def check_decision_path_without_the_simulator(self):
+        out = self.run_installed(
+            'python', '-c', 'import os, nova_image_traits.simulate as s; '
+            'print(os.path.dirname(s.__file__))')
+        simulator = out.strip()
+        self.assertTrue(simulator.startswith(os.path.join(self.venv, 'lib')),
+                        simulator)
+        shutil.rmtree(simulator)
+
+        self.check_conductor_help()
+        self.check_config_generator_namespace()
+        out = self.run_installed('nova-image-traits-status', 'upgrade',
+                                 'check', '--help')
+        self.assertIn('--json', out)
+        out = self.run_installed('nova-image-traits', '--help')
+        self.assertIn('simulate', out)
+        out = self.run_installed(
+            'python', '-c',
+            'import sys\n'
+            'from nova_image_traits.filters import image_traits_filter\n'
+            'from nova_image_traits.conductor import hook\n'
+            'from nova_image_traits import engine\n'
+            'print(image_traits_filter.ImageTraitsFilter.__name__)\n'
+            'print(sorted(m for m in sys.modules\n'
+            '             if m.startswith("nova_image_traits.simulate")))\n')
+        self.assertEqual(['ImageTraitsFilter', '[]'], out.split())
+
+        proc = subprocess.run(
+            [os.path.join(self.venv, 'bin', 'nova-image-traits'),
+             'simulate'], cwd=self.outside, env=self.env, timeout=300,
+            stdin=subprocess.DEVNULL, capture_output=True, text=True)
+        self.assertEqual(2, proc.returncode, proc.stderr)
+        self.assertEqual('', proc.stdout)
+        self.assertNotIn('Traceback', proc.stderr)
+        lines = proc.stderr.splitlines()
+        self.assertEqual(1, len(lines), proc.stderr)
+        self.assertTrue(lines[0].startswith(
+            'nova-image-traits: error: simulate is not available: this '
+            'installation of nova-image-traits has no simulator (No '
+            "module named 'nova_image_traits.simulate"), proc.stderr)

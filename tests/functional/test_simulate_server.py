@@ -21,8 +21,9 @@ import requests
 import testtools
 
 from nova_image_traits.simulate import cloud
-from nova_image_traits.simulate import server as placement_server
+from nova_image_traits.simulate import http as sim_http
 from tests.functional import base
+from tests.functional.fixtures import server as placement_server
 
 PROJECT = 'b1a5e07e-0d4e-4b9f-9d43-6f1b6a6f0c01'
 USER = 'c2b6f18f-1e5f-4c0a-8e54-7a2c7b7a1d02'
@@ -265,7 +266,7 @@ class TestCloudBuilder(base.FunctionalTestCase):
     def test_errors_carry_the_body(self):
         node = self.builder.create_compute_node('cn1')
         exc = self.assertRaises(
-            cloud.PlacementRequestError, self.builder.set_traits,
+            sim_http.PlacementRequestError, self.builder.set_traits,
             node.uuid, ['NOT_A_REAL_TRAIT'])
         self.assertEqual(400, exc.status)
         self.assertIn('NOT_A_REAL_TRAIT', str(exc))

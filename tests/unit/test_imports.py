@@ -9,8 +9,10 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""The engine imports and runs without nova installed."""
+"""The engine imports without nova, and the decision path without the
+simulator."""
 
+import ast
 import json
 import os
 import subprocess
@@ -24,12 +26,22 @@ INTEGRATION = ('nova_image_traits.filters', 'nova_image_traits.conductor',
                'nova_image_traits.nova_request', 'nova_image_traits.api',
                'nova_image_traits.cmd.conductor')
 
+#: What runs inside nova, or beside it to deploy it: never the simulator.
+DECISION_PATH = ('nova_image_traits.engine', 'nova_image_traits.decision',
+                 'nova_image_traits.strategies', 'nova_image_traits.placement',
+                 'nova_image_traits.filters', 'nova_image_traits.conductor',
+                 'nova_image_traits.api', 'nova_image_traits.nova_request',
+                 'nova_image_traits.cmd.conductor',
+                 'nova_image_traits.cmd.status', 'nova_image_traits.conf')
+SIMULATOR = 'nova_image_traits.simulate'
+
 _PROBE = r'''
 import importlib
 import json
 import sys
 
-sys.modules['nova'] = None  # any "import nova..." now fails
+for blocked in json.loads(sys.argv[2]):
+    sys.modules[blocked] = None  # any "import <blocked>..." now fails
 result = {'failed': {}, 'nova': []}
 for name in json.loads(sys.argv[1]):
     try:
@@ -65,14 +77,16 @@ def _modules():
     return found
 
 
-class NoNovaImportTest(base.TestCase):
+def _probe(names, blocked=('nova',)):
+    out = subprocess.run(
+        [sys.executable, '-c', _PROBE, json.dumps(names),
+         json.dumps(blocked)],
+        capture_output=True, text=True, timeout=120, check=True,
+        env=dict(os.environ, PYTHONDONTWRITEBYTECODE='1'))
+    return json.loads(out.stdout.strip().splitlines()[-1])
 
-    def _probe(self, names):
-        out = subprocess.run(
-            [sys.executable, '-c', _PROBE, json.dumps(names)],
-            capture_output=True, text=True, timeout=120, check=True,
-            env=dict(os.environ, PYTHONDONTWRITEBYTECODE='1'))
-        return json.loads(out.stdout.strip().splitlines()[-1])
+
+class NoNovaImportTest(base.TestCase):
 
     def test_every_non_integration_module_imports_without_nova(self):
         names = [n for n in _modules() if not _is_integration(n)]
@@ -88,7 +102,7 @@ class NoNovaImportTest(base.TestCase):
                        n.rsplit('.', 1)[-1] != '__init__' and
                        not n.endswith(('.filters', '.conductor', '.api'))]
         self.assertIn('nova_image_traits.nova_request', integration)
-        result = self._probe(names + integration)
+        result = _probe(names + integration)
         for name in integration:
             self.assertIn(name, result['failed'])
             del result['failed'][name]
@@ -106,3 +120,70 @@ class NoNovaImportTest(base.TestCase):
         loaded = [m for m in sys.modules
                   if m.split('.')[0] in ('nova', 'placement')]
         self.assertEqual([], loaded)
+
+
+def _imports(module):
+    """The package's modules that ``module`` imports, anywhere in it."""
+    top = os.path.dirname(os.path.dirname(nova_image_traits.__file__))
+    path = os.path.join(top, *module.split('.'))
+    path = (os.path.join(path, '__init__.py') if os.path.isdir(path)
+            else path + '.py')
+    with open(path) as f:
+        tree = ast.parse(f.read())
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module)
+            found.update('%s.%s' % (node.module, a.name) for a in node.names)
+        elif (isinstance(node, ast.Call) and node.args and
+              isinstance(node.args[0], ast.Constant) and
+              isinstance(node.args[0].value, str) and
+              node.args[0].value.startswith('nova_image_traits')):
+            # NOTE(founders): importlib.import_module('a.b.' + name)
+            found.add(node.args[0].value.rstrip('.'))
+    known = set(_modules())
+    return {m for m in found if m in known}
+
+
+class DecisionPathTest(base.TestCase):
+    """The simulator can be left out of an install (issue 14)."""
+
+    def _closure(self, roots):
+        seen, todo = {}, [(m, m) for m in roots]
+        while todo:
+            module, via = todo.pop()
+            if module in seen:
+                continue
+            seen[module] = via
+            parts = module.split('.')
+            parents = ['.'.join(parts[:i]) for i in range(1, len(parts))]
+            todo.extend((m, module) for m in _imports(module) | set(parents)
+                        if m not in seen)
+        return seen
+
+    def test_decision_path_never_imports_the_simulator(self):
+        roots = [n for n in _modules()
+                 if any(n == m or n.startswith(m + '.')
+                        for m in DECISION_PATH)]
+        self.assertIn('nova_image_traits.conductor.hook', roots)
+        self.assertIn('nova_image_traits.filters.image_traits_filter', roots)
+        reached = self._closure(roots)
+        self.assertIn('nova_image_traits.placement.query', reached)
+        self.assertEqual(
+            {}, {m: via for m, via in reached.items()
+                 if m == SIMULATOR or m.startswith(SIMULATOR + '.')})
+
+    def test_the_closure_sees_the_simulate_command(self):
+        # The guard works: the command does reach the simulator.
+        reached = self._closure(['nova_image_traits.cli.simulate'])
+        self.assertIn(SIMULATOR, reached)
+
+    def test_decision_path_imports_with_the_simulator_blocked(self):
+        names = [n for n in _modules() if not _is_integration(n) and any(
+            n == m or n.startswith(m + '.') for m in DECISION_PATH)]
+        names += ['nova_image_traits.cmd.cli', 'nova_image_traits.cli']
+        self.assertIn('nova_image_traits.engine', names)
+        result = _probe(names, blocked=('nova', SIMULATOR))
+        self.assertEqual({}, result['failed'])

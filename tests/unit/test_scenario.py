@@ -14,8 +14,11 @@
 import os
 import textwrap
 
+import jsonschema
+
 from nova_image_traits import cli
-from nova_image_traits.cli import scenario
+from nova_image_traits.simulate import scenario
+from nova_image_traits.simulate import schema
 from tests.unit import base
 
 VALID = """\
@@ -111,6 +114,19 @@ class ScenarioLoadTest(base.TestCase):
         self.assertTrue(any(h.full for h in scn.hosts))
         self.assertTrue(scn.sharing_providers)
 
+    def test_schema_is_a_valid_json_schema(self):
+        jsonschema.Draft202012Validator.check_schema(schema.SCHEMA)
+        self.assertEqual(['hosts', 'flavors', 'images', 'servers', 'cases'],
+                         schema.SCHEMA['required'])
+
+    def test_empty_lists_and_text_take_the_defaults(self):
+        scn = scenario.loads(VALID.replace('    traits: [CUSTOM_POOL]',
+                                           '    traits:'), 'f.yaml')
+        self.assertEqual([], scn.sharing_providers[0].traits)
+        self.assertEqual('', scenario.loads(
+            VALID.replace('description: two hosts', 'description:'),
+            'f.yaml').description)
+
     def test_error_is_a_usage_error(self):
         self.assertTrue(issubclass(scenario.ScenarioError, cli.UsageError))
 
@@ -181,7 +197,7 @@ class ScenarioErrorTest(base.TestCase):
         self.assertError('hosts: []\nflavors: []\nimages: []\nservers: []\n',
                          1, None, "missing required field 'cases'")
         self.assertError(VALID.split('cases:')[0] + 'cases: []\n',
-                         None, 'cases', 'no case')
+                         40, 'cases', 'expected at least one case')
 
     def test_unknown_references(self):
         self.assertError(self.replace('    host: h1', '    host: h3'),

@@ -9,14 +9,16 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""The compact matrix ``simulate`` prints for people.
+"""The tables ``simulate`` prints: compact (the default), matrix and long.
 
-Cases down, strategies across, a few characters a cell, so that the table
-fits 120 columns and a row where the strategies disagree stands out.
+The compact matrix is for people: cases down, strategies across, a few
+characters a cell, so that the table fits 120 columns and a row where the
+strategies disagree stands out.
 """
 
 import textwrap
 
+from nova_image_traits import cli
 from nova_image_traits import decision as nit_decision
 
 #: Column headers of the strategies.
@@ -73,3 +75,26 @@ def legend(names, decisions):
                            for n in names if SHORT_NAMES.get(n, n) != n))
     parts.append('--long for the reasons')
     return textwrap.wrap('. '.join(p for p in parts if p) + '.', WIDTH)
+
+
+def compact(names, judged):
+    """The compact matrix: ``(columns, rows)``."""
+    return columns(names), [row(j.case.name, j.where, j.decisions)
+                            for j in judged]
+
+
+def matrix(names, judged):
+    """A case a row, a strategy a column, each cell the outcome."""
+    return ('Case', 'Traits At') + tuple(names), [
+        (j.case.name, j.where) + tuple(
+            '%s (%s)' % (d.outcome, d.fallback) if d.fallback
+            else d.outcome for d in j.decisions)
+        for j in judged]
+
+
+def long(judged):
+    """A row per case and strategy, with the reasons."""
+    return [(j.case.name, j.request.host, j.case.image, j.where,
+             d.strategy, d.outcome, d.allowed, d.fallback or '-',
+             cli.join(d.missing), d.requests, cli.short_reason(d))
+            for j in judged for d in j.decisions]

@@ -23,7 +23,7 @@ Render it with ``dot -Tsvg``.
 import dataclasses
 import html
 
-from cliff.formatters import base
+from nova_image_traits import traits as nit_traits
 
 GREEN = '#1a7f37'
 RED = '#cf222e'
@@ -171,17 +171,53 @@ def render(panels, name='nova-image-traits'):
     return '\n'.join(lines) + '\n'
 
 
-class DotFormatter(base.ListFormatter):
-    """Write the DOT text of a command's single ``DOT`` column, verbatim.
+# -- reading a case's tree back from placement -------------------------------
 
-    Added to ``simulate``'s ``-f`` choices only: its rows carry DOT text,
-    not data, so it is not registered for every cliff command.
+def panel(cloud, case, decisions):
+    """A :class:`Panel` for a case of a running simulated cloud.
+
+    :param cloud: a :class:`~.run.SimulatedCloud`
+    :param decisions: the case's decisions, one per strategy
     """
+    scn = cloud.scenario
+    server = scn.by_name('servers')[case.server]
+    host = scn.by_name('hosts')[server.host]
+    wanted = nit_traits.image_traits(
+        scn.by_name('images')[case.image].properties)
+    usage = cloud.allocations[server.name]
+    providers = []
+    for rp in _read_tree(cloud, host):
+        rp.usage = usage.get(rp.uuid, {})
+        providers.append(rp)
+    return Panel(
+        title='%s: rebuild %s (on %s) with %s' % (
+            case.name, server.name, host.name, case.image),
+        root=cloud.providers[host.name], providers=providers,
+        required=wanted.required,
+        forbidden=scn.by_name('flavors')[
+            server.flavor].to_flavor().forbidden_traits,
+        invalid=tuple(prop for prop, _why in wanted.invalid),
+        verdicts=[(d.strategy, d.outcome, d.fallback) for d in decisions])
 
-    def add_argument_group(self, parser):
-        pass
 
-    def emit_list(self, column_names, data, stdout, parsed_args):
-        for row in data:
-            text = str(row[0])
-            stdout.write(text if text.endswith('\n') else text + '\n')
+def _read_tree(cloud, host):
+    """Read a host's tree and sharing providers back from placement."""
+    b, root = cloud.builder, cloud.providers[host.name]
+    found = b.get('/resource_providers?in_tree=%s' % root)[
+        'resource_providers']
+    sharing = set(cloud.sharing(host))
+    found += [b.get('/resource_providers/%s' % rp) for rp in sorted(
+        sharing)]
+    result = []
+    for rp in found:
+        uuid = rp['uuid']
+        inv = b.get('/resource_providers/%s/inventories' % uuid)
+        result.append(Provider(
+            uuid=uuid, name=rp['name'],
+            parent=rp.get('parent_provider_uuid'),
+            traits=frozenset(b.get('/resource_providers/%s/traits'
+                                   % uuid)['traits']),
+            inventory={rc: v['total'] for rc, v in
+                       inv['inventories'].items()},
+            sharing=uuid in sharing))
+    return result
