@@ -93,9 +93,6 @@ class ResourceQuery:
         """The granular (suffixed) groups."""
         return tuple(g for g in self.groups if g.suffix)
 
-    def with_groups(self, groups):
-        return dataclasses.replace(self, groups=tuple(groups))
-
 
 @dataclasses.dataclass(frozen=True)
 class Flavor:

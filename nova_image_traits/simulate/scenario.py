@@ -140,14 +140,6 @@ class Scenario(_Item):
         """Return ``{name: item}`` for ``kind`` ('hosts', 'images'...)."""
         return {item.name: item for item in getattr(self, kind)}
 
-    def host_of(self, provider_name):
-        """Return the host whose tree holds ``provider_name``, or None."""
-        for host in self.hosts:
-            if provider_name == host.name or provider_name in {
-                    c.name for c in host.children}:
-                return host
-        return None
-
 
 _CLASSES = {'child': Child, 'host': Host, 'sharing provider': SharingProvider,
             'flavor': Flavor, 'image': Image, 'server': Server, 'case': Case,
