@@ -29,40 +29,15 @@ providers, not servers.
 """
 
 import collections
-import dataclasses
 import time
 
 from cliff import lister
 from openstack import exceptions as openstack_exc
-from oslo_log import log as logging
 
 from nova_image_traits import cli
+from nova_image_traits.cli import auditor as nit_auditor
 from nova_image_traits.cli import cloud as nit_cloud
 from nova_image_traits.cli import prefetch
-from nova_image_traits import decision as nit_decision
-from nova_image_traits import exception
-
-LOG = logging.getLogger(__name__)
-
-SKIPPED = 'skipped'
-
-
-@dataclasses.dataclass
-class Stats:
-    """What an audit did, for the summary line."""
-    servers: int = 0
-    nodes: int = 0
-    failed: int = 0
-    skipped: int = 0
-    decisions: int = 0
-    shared: int = 0
-    requests: int = 0
-
-
-def _flavor_key(flavor):
-    return (flavor.vcpus, flavor.memory_mb, flavor.root_gb,
-            flavor.ephemeral_gb, flavor.swap,
-            tuple(sorted(flavor.extra_specs.items())))
 
 
 class Audit(cli.CommandMixin, lister.Lister):
@@ -89,9 +64,9 @@ class Audit(cli.CommandMixin, lister.Lister):
         return parser
 
     def run(self, parsed_args):
-        self.stats = Stats()
+        self.auditor = None
         result = super().run(parsed_args)
-        if result == 0 and self.stats.failed:
+        if result == 0 and self.auditor and self.auditor.stats.failed:
             return 1
         return result
 
@@ -99,7 +74,7 @@ class Audit(cli.CommandMixin, lister.Lister):
         conf, names, cloud = nit_cloud.open_cloud('audit', self.app,
                                                   parsed_args)
         cloud.client = prefetch.CachingClient(cloud.client)
-        per_server = not all(cli.can_share(n, conf) for n in names)
+        self.auditor = auditor = nit_auditor.Auditor(cloud, conf, names)
         started = time.monotonic()
         nodes = collections.defaultdict(list)
         if parsed_args.host:
@@ -118,105 +93,29 @@ class Audit(cli.CommandMixin, lister.Lister):
                 '403 (%s)' % e.details)
         total = sum(len(group) for group in nodes.values())
         # Unscheduled servers (no host, no node) are not on a node.
-        self.stats.nodes = len([key for key in nodes if key[1]])
+        auditor.stats.nodes = len([key for key in nodes if key[1]])
         rows = []
         for (_host, node), servers in sorted(nodes.items()):
-            if per_server:
-                self._index(cloud, conf, node)
-            # Decisions shared by the servers of this node only.
-            shared = {}
-            for server in servers:
-                rows.extend(self._audit(cloud, conf, names, server, shared))
-                self.stats.servers += 1
-                self._progress(parsed_args, total, cloud)
-        self.stats.requests = cloud.client.sent
+            rows.extend(auditor.node(
+                node, servers,
+                lambda: self._progress(parsed_args, total, cloud)))
+        auditor.stats.requests = cloud.client.sent
         self._summary(time.monotonic() - started)
         return self.COLUMNS, rows
 
-    def _audit(self, cloud, conf, names, server, shared):
-        """Return the rows of one server, sharing decisions per node."""
-        try:
-            target = cloud.target(server)
-            if not target.host or not target.node:
-                return self._skip(server, names, 'not on a host')
-            if target.volume_backed:
-                return self._skip(server, names,
-                                  'boots from a volume: no image to check')
-            try:
-                image_id, props = cloud.image(target.image_id)
-            except nit_cloud.ImageNotFound:
-                return self._skip(server, names, 'its image %s was deleted: '
-                                  'nothing to compare with'
-                                  % target.image_id)
-            request = cloud.request(target, props, props)
-        except nit_cloud.ServiceUnavailable:
-            # NOTE(founders): every further server would fail the same way.
-            raise
-        except Exception as e:
-            # NOTE(founders): one unreadable server must not end a long audit;
-            # it is reported as an error row and makes the exit code 1.
-            LOG.warning('Cannot audit server %(s)s: %(e)s',
-                        {'s': server.id, 'e': e})
-            self.stats.failed += 1
-            return [(server.id, server.name, server.compute_host or '-',
-                     getattr(server.image, 'id', None) or '-', name,
-                     nit_decision.ERROR, '-', str(e)) for name in names]
-        rows, failed = [], False
-        for name in names:
-            key = None
-            if cli.can_share(name, conf):
-                key = (name, request.compute_node_uuid, image_id,
-                       _flavor_key(target.flavor), target.volume_backed)
-            decision = shared.get(key) if key else None
-            if decision is None:
-                decision = cli.decide(request, conf, cloud.client, name)
-                self.stats.decisions += 1
-                if key:
-                    shared[key] = decision
-            else:
-                self.stats.shared += 1
-            failed = failed or not decision.allowed
-            rows.append((target.server_id, target.name, target.host,
-                         image_id, name, decision.outcome,
-                         cli.join(decision.missing),
-                         cli.short_reason(decision)))
-        self.stats.failed += 1 if failed else 0
-        return rows
-
-    @staticmethod
-    def _index(cloud, conf, node):
-        """Read the allocations of a node's providers, for every server."""
-        if not node:
-            return
-        opts = conf.image_traits
-        session = cloud.client.start(opts.decision_timeout,
-                                     opts.max_url_length)
-        try:
-            cloud.client.index_node(session, cloud.node_provider(node))
-        except (nit_cloud.LookupFailed, exception.PlacementError) as e:
-            # NOTE(founders): each server's decision then reads placement
-            # itself and reports the failure in its own row.
-            LOG.warning('Cannot index the allocations of node %(n)s: %(e)s',
-                        {'n': node, 'e': e})
-
-    def _skip(self, server, names, why):
-        self.stats.skipped += 1
-        return [(server.id, server.name, server.compute_host or '-',
-                 getattr(server.image, 'id', None) or '-', name, SKIPPED,
-                 '-', why) for name in names]
-
     def _progress(self, parsed_args, total, cloud):
         every = parsed_args.progress_every
-        done = self.stats.servers
+        stats = self.auditor.stats
+        done = stats.servers
         if every > 0 and done % every == 0 and done < total:
             self.app.stderr.write(
                 'audit: %d/%d servers checked, %d failed, %d placement '
                 'requests so far\n' % (
-                    done, total, self.stats.failed, cloud.client.sent))
+                    done, total, stats.failed, cloud.client.sent))
             self.app.stderr.flush()
 
     def _summary(self, elapsed):
-        s = self.stats
+        s = self.auditor.stats
         self.app.stderr.write(
             'audit: %d servers on %d nodes: %d failed, %d skipped; %d '
             'decisions made, %d shared; %d placement requests in %.1f s\n'
