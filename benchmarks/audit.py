@@ -84,7 +84,7 @@ def allocate(cloud, servers, hosts):
                                    cloud.background_names[:hosts])])
 
 
-class _Compute(object):
+class _Compute:
     """``conn.compute``: lists the fake servers."""
 
     def __init__(self, servers):
@@ -94,7 +94,7 @@ class _Compute(object):
         return iter(self._servers)
 
 
-class _Images(object):
+class _Images:
     """``conn.image``: one image requiring :data:`IMAGE_TRAIT`."""
 
     def find_image(self, name_or_id, ignore_missing=True):
@@ -104,7 +104,7 @@ class _Images(object):
             id=IMAGE_ID, properties={'trait:%s' % IMAGE_TRAIT: 'required'})
 
 
-class _Connection(object):
+class _Connection:
     """An SDK-shaped connection: stand-in nova and glance, real placement."""
 
     def __init__(self, placement_proxy, servers):
@@ -173,7 +173,8 @@ def measure(cloud, plan):
             runs.append(run_once(module, cloud, path, strategy, servers,
                                  hosts))
         except Exception as e:
-            # NOTE: the command is still being written; report, not crash.
+            # NOTE(founders): the command is still being written; report, not
+            # crash.
             return {'status': 'pending', 'runs': runs,
                     'detail': 'the audit command failed: %s: %s' % (
                         type(e).__name__, str(e).splitlines()[0][:200])}

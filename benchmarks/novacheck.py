@@ -39,7 +39,7 @@ PASS = 'pass'
 FAIL = 'fail (NoValidHost)'
 
 
-class _ImageAPI(object):
+class _ImageAPI:
     """Return the new image, as ``nova.image.glance.API.get`` would."""
 
     def __init__(self):
@@ -49,7 +49,7 @@ class _ImageAPI(object):
         return {'id': image_ref, 'properties': dict(self.properties)}
 
 
-class _Conductor(object):
+class _Conductor:
     """What the check reads from ``self``: a report client and images."""
 
     def __init__(self, report_client):
@@ -70,7 +70,7 @@ def configure(cloud):
     return conf
 
 
-class NovaCheck(object):
+class NovaCheck:
     """Nova's conductor check against the benchmark placement.
 
     :param cloud: the :class:`~benchmarks.scenario.Cloud`

@@ -39,8 +39,8 @@ def prepare():
     which oslo.config refuses once the benchmark's nova check has parsed
     nova's configuration.
     """
-    # NOTE: imported here: the test tooling lives in the repository, not
-    # in the installed package, and importing it sets nova's threading.
+    # NOTE(founders): imported here: the test tooling lives in the repository,
+    # not in the installed package, and importing it sets nova's threading.
     from tests.functional.nova import test_precheck
     return test_precheck
 

@@ -61,7 +61,7 @@ class Sample:
     bare: float = None
 
 
-class Engine(object):
+class Engine:
     """Our engine, pointed at the benchmark placement.
 
     :param cloud: the :class:`~benchmarks.scenario.Cloud`
@@ -70,8 +70,8 @@ class Engine(object):
     def __init__(self, cloud):
         self.cloud = cloud
         self._path = cloud.placement_conf_file('nova-image-traits.conf')
-        # NOTE: one configuration per strategy, as a deployment has one
-        # strategy in nova.conf: a set_override per decision would empty
+        # NOTE(founders): one configuration per strategy, as a deployment has
+        # one strategy in nova.conf: a set_override per decision would empty
         # oslo.config's cache and time option parsing, not the decision.
         self._confs = {}
         placement.reset_clients()
@@ -82,8 +82,8 @@ class Engine(object):
         self._bare = requests.Session()
         self._bare.headers.update({'X-Auth-Token': cloud.server.token,
                                    'Accept': 'application/json'})
-        # NOTE: record what the engine sends (URL and microversion), to
-        # replay it bare.
+        # NOTE(founders): record what the engine sends (URL and microversion),
+        # to replay it bare.
         original = placement.PlacementClient.request
         sent = self._sent
 
@@ -116,7 +116,7 @@ class Engine(object):
         :returns: None when there is nothing to send
         """
         if not sent:
-            # NOTE: no placement floor to compare with (reject).
+            # NOTE(founders): no placement floor to compare with (reject).
             return None
         endpoint = self.cloud.server.endpoint
         start = time.perf_counter()

@@ -171,7 +171,7 @@ def _children(n, prefix):
     return children
 
 
-class Cloud(object):
+class Cloud:
     """A real placement on loopback, loaded with the benchmark cloud."""
 
     def __init__(self):
@@ -277,7 +277,7 @@ class Cloud(object):
                        'endpoint = %(ep)s\n'
                        'token = %(token)s\n'
                        'endpoint_override = %(ep)s\n'
-                       # NOTE: steady state: no renegotiation of the
+                       # NOTE(founders): steady state: no renegotiation of the
                        # microversion during the run.
                        '[image_traits]\nplacement_version_ttl = 86400\n'
                        '%(extra)s' % {

@@ -44,7 +44,7 @@ class UsageError(Exception):
     exit_code = 2
 
 
-class CommandMixin(object):
+class CommandMixin:
     """Turn :class:`UsageError` into a one-line message and exit code 2.
 
     Mix it in before cliff's ``Command``, ``Lister`` or ``ShowOne``.
@@ -96,8 +96,8 @@ def add_strategy_options(parser, default):
 
 
 def _plain(error):
-    # NOTE: oslo.config names the source of a bad value as
-    # "from LocationInfo(location=..., detail='/etc/nova/nova.conf')".
+    # NOTE(founders): oslo.config names the source of a bad value as "from
+    # LocationInfo(location=..., detail='/etc/nova/nova.conf')".
     return re.sub(r"from LocationInfo\(.*?detail='([^']*)'\)", r'in \1',
                   str(error))
 

@@ -164,7 +164,8 @@ class StatusConductorTest(base.FunctionalTestCase):
         def changed(self, context, instance, image, new_argument):
             pass
 
-        # NOTE: not fixtures.MonkeyPatch, which keeps the old signature.
+        # NOTE(founders): not fixtures.MonkeyPatch, which keeps the old
+        # signature.
         name = '_validate_image_traits_for_rebuild'
         original = manager.ComputeTaskManager.__dict__[name]
         setattr(manager.ComputeTaskManager, name, changed)

@@ -280,7 +280,7 @@ class TestVersionFollowsPlacement(_EngineTestBase):
         self.assertEqual(5, result.requests)
 
 
-class _HeaderRecorder(object):
+class _HeaderRecorder:
     """Records what placement took as each request's global request id."""
 
     def __init__(self, app):

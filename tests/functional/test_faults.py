@@ -111,7 +111,7 @@ def json_error(status, title, detail):
                           content_type='application/json', charset=None)
 
 
-class FaultInjector(object):
+class FaultInjector:
     """WSGI middleware around the real placement app.
 
     While :attr:`fault` is set, every GET (the only method our client
@@ -194,7 +194,7 @@ def short_body(environ, app):
     return answer
 
 
-class TCPProxy(object):
+class TCPProxy:
     """A loopback TCP proxy in front of placement that can misbehave.
 
     :param upstream_port: the real placement's port
@@ -275,7 +275,7 @@ class TCPProxy(object):
                 pass
 
 
-class DecisionAssertions(object):
+class DecisionAssertions:
     """Assertions on decisions, their log line and placement's requests."""
 
     def capture_decision_log(self):
@@ -752,8 +752,8 @@ class TestTimeouts(FaultTestBase):
     def test_decision_timeout_bounds_a_hanging_server(self):
         limit = 0.3
         conf, client = self.hanging({'decision_timeout': limit})
-        # NOTE: keystoneauth's own timeout and the decision's deadline end
-        # together here; on a loaded machine either may be first.
+        # NOTE(founders): keystoneauth's own timeout and the decision's
+        # deadline end together here; on a loaded machine either may be first.
         results = self.check_fault(('timeout', 'deadline'), conf=conf,
                                    client=client)
         for result in results.values():

@@ -59,7 +59,7 @@ STRATEGIES = test_strategies.STRATEGIES
 IDENTITY = '/identity/v3'
 
 
-class SecretGate(object):
+class SecretGate:
     """WSGI middleware: a token gate and a minimal Keystone v3 in front.
 
     ``POST /identity/v3/auth/tokens`` with the right password issues
@@ -313,7 +313,7 @@ def _cert(subject, key, issuer, issuer_key, ca=False, server=False):
     return builder.sign(issuer_key, hashes.SHA256())
 
 
-class PKI(object):
+class PKI:
     """Test certificates, as PEM files in ``path``.
 
     A CA, a server certificate for 127.0.0.1 and localhost, and a client
@@ -350,7 +350,7 @@ class PKI(object):
         self.client_key = write('client.key', key_pem(client_key))
 
 
-class TLSProxy(object):
+class TLSProxy:
     """TLS termination on loopback in front of the real placement.
 
     :param upstream_port: the real placement's (plain HTTP) port
@@ -399,10 +399,10 @@ class TLSProxy(object):
             self.handshake_errors.append(str(e))
             conn.close()
             return
-        # NOTE: one thread per connection, one request per connection:
-        # placement's test server closes after each response, and an
-        # SSLSocket must never be read and written from two threads at
-        # once (OpenSSL then garbles the stream at random).
+        # NOTE(founders): one thread per connection, one request per
+        # connection: placement's test server closes after each response, and
+        # an SSLSocket must never be read and written from two threads at once
+        # (OpenSSL then garbles the stream at random).
         try:
             request = self._read_request(tls)
             if request:

@@ -19,8 +19,8 @@ from nova_image_traits import conf as nit_conf
 from nova_image_traits import placement
 from nova_image_traits.strategies import in_tree_candidates
 
-# NOTE: no example database, so running the tests writes nothing to the
-# tree, and no per-example deadline, so a loaded CI node does not flake.
+# NOTE(founders): no example database, so running the tests writes nothing to
+# the tree, and no per-example deadline, so a loaded CI node does not flake.
 hypothesis.settings.register_profile(
     'unit', database=None, deadline=None, max_examples=150)
 hypothesis.settings.load_profile('unit')

@@ -46,7 +46,7 @@ def response(status=200, body=None, raw=None, reason=None):
     return resp
 
 
-class StubAdapter(object):
+class StubAdapter:
     """A keystoneauth adapter that answers from a script.
 
     :param routes: a dict mapping a path (without its query) to what the
@@ -93,7 +93,7 @@ class StubClient(placement.PlacementClient):
         return super().start(timeout, max_url_length, **kwargs)
 
 
-class ScriptedSession(object):
+class ScriptedSession:
     """A placement session stub for strategy tests.
 
     :param bodies: a dict mapping (path, tuple(params)) to the decoded

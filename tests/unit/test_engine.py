@@ -57,8 +57,8 @@ class EngineTestCase(base.TestCase):
         patcher = mock.patch.object(placement, 'get_client')
         self.get_client = patcher.start()
         self.addCleanup(patcher.stop)
-        # NOTE: the engine's paths are tested with the strategy that has
-        # the most of them (inconclusive verdicts, fallbacks, versions).
+        # NOTE(founders): the engine's paths are tested with the strategy that
+        # has the most of them (inconclusive verdicts, fallbacks, versions).
         self.flags(strategy='in_tree_candidates')
 
     def decide(self, image=IMAGE, routes=None, flavor=None, **kwargs):
@@ -380,7 +380,7 @@ class FailsOpenTest(base.TestCase):
         self.assertTrue(engine.fails_open(self.conf))
 
     def test_unreadable_options_fail_closed(self):
-        class Broken(object):
+        class Broken:
             def __getattr__(self, name):
                 raise RuntimeError(name)
         self.assertFalse(engine.fails_open(Broken()))

@@ -63,7 +63,7 @@ class Failure(Exception):
     pass
 
 
-class Deployment(object):
+class Deployment:
 
     def __init__(self, work, base_port):
         self.work = work
@@ -307,8 +307,8 @@ class Deployment(object):
         d = os.path.join(self.work, name)
         os.makedirs(d, exist_ok=True)
         with open(os.path.join(d, 'gunicorn.conf.py'), 'w') as f:
-            # NOTE: the apps parse sys.argv when they load, so gunicorn
-            # takes every setting from this file and no argument.
+            # NOTE(founders): the apps parse sys.argv when they load, so
+            # gunicorn takes every setting from this file and no argument.
             f.write('wsgi_app = %r\nbind = %r\nworkers = 1\nthreads = 4\n'
                     'timeout = 120\naccesslog = "-"\n' % (
                         app, '%s:%d' % (HOST, port)))

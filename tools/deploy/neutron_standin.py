@@ -72,7 +72,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
     do_POST = do_PUT = do_DELETE = _refuse
 
     def log_message(self, fmt, *args):
-        # NOTE: the request line only: never a header, so never a token.
+        # NOTE(founders): the request line only: never a header, so never a
+        # token.
         sys.stderr.write('neutron-standin: %s\n' % (fmt % args))
         sys.stderr.flush()
 

@@ -40,7 +40,7 @@ def _fields(line):
     return fields
 
 
-class Scenarios(object):
+class Scenarios:
 
     def __init__(self, dep, table):
         self.dep = dep
@@ -251,9 +251,9 @@ class Scenarios(object):
                                                   'tempest-workspace.yaml'),
                  ws])
         dep.write_conf(os.path.join(ws, 'etc', 'tempest.conf'), {
-            # NOTE: tempest's own debug log is a client's, kept beside its
-            # workspace and out of the services' logs that must hold no
-            # secret.
+            # NOTE(founders): tempest's own debug log is a client's, kept
+            # beside its workspace and out of the services' logs that must hold
+            # no secret.
             'DEFAULT': {'debug': 'True', 'log_file': os.path.join(
                 ws, 'tempest.log')},
             'auth': {'admin_username': 'admin',

@@ -97,7 +97,7 @@ class OpenStackSDKFixture(fixtures.Fixture):
             sdk_cloud_utils, 'localhost_supports_ipv6', return_value=False))
 
 
-class HarnessMixin(object):
+class HarnessMixin:
     """Make nova's functional harness fit nova-image-traits.
 
     Mix it in before a nova functional test base class.
@@ -131,10 +131,10 @@ class HarnessMixin(object):
         nit_conf.register_opts(CONF)
 
     def useFixture(self, fixture):
-        # NOTE: nova's TestCase.setUp and the test base classes create these
-        # fixtures in the middle of their setUp, between which the services
-        # start; intercepting them here is the one place that is always
-        # before the API starts and right after placement is up.
+        # NOTE(founders): nova's TestCase.setUp and the test base classes
+        # create these fixtures in the middle of their setUp, between which the
+        # services start; intercepting them here is the one place that is
+        # always before the API starts and right after placement is up.
         if type(fixture) is nova_fixtures.OpenStackSDKFixture:
             fixture = OpenStackSDKFixture()
         if isinstance(fixture, nova_fixtures.OSAPIFixture):
@@ -148,16 +148,16 @@ class HarnessMixin(object):
     def _point_placement_at(self, fixture):
         """Make every ``[placement]`` client reach ``fixture``."""
         plugin = ks_loading.get_plugin_loader('admin_token')
-        # NOTE: keystoneauth registers the options of an auth plugin only
-        # when it loads it; register them first so they can be set.
+        # NOTE(founders): keystoneauth registers the options of an auth plugin
+        # only when it loads it; register them first so they can be set.
         CONF.register_opts(ks_loading.get_auth_plugin_conf_options(plugin),
                            group='placement')
         self.flags(auth_type='admin_token', endpoint=fixture.endpoint,
                    token=fixture.token, endpoint_override=fixture.endpoint,
                    group='placement')
-        # NOTE: no reset of the engine's clients here: they are cached per
-        # effective [placement] settings, so this test's endpoint gets its
-        # own client, as it would after a reload in production.
+        # NOTE(founders): no reset of the engine's clients here: they are
+        # cached per effective [placement] settings, so this test's endpoint
+        # gets its own client, as it would after a reload in production.
 
     def start_service(self, name, *args, **kwargs):
         if name == 'scheduler' and self.ENABLE_IMAGE_TRAITS_FILTER:

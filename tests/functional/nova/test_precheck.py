@@ -98,7 +98,7 @@ class APIPrecheckTest(base.ImageTraitsTestBase):
     def test_user_and_admin_read_the_same_reason(self):
         image = self.create_image(required=[ABSENT[0]])
         reasons = []
-        # NOTE: this harness's self.api is an admin too.
+        # NOTE(founders): this harness's self.api is an admin too.
         self.assertNotIn('admin', self.api_fixture.api.roles)
         for api in (self.api_fixture.api, self.admin_api):
             resp = self._rebuild_refused(image, api=api)

@@ -309,8 +309,8 @@ _REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
 # Run in a fresh interpreter, as the console script would: import the
 # launcher, then let it install the hook and call nova's main(), which is
 # replaced by a probe instead of starting a real conductor.
-# NOTE: the launcher cannot be imported in the test process at all: its
-# first import, nova.cmd.conductor, picks native threading and raises
+# NOTE(founders): the launcher cannot be imported in the test process at all:
+# its first import, nova.cmd.conductor, picks native threading and raises
 # RuntimeError when eventlet is already imported (nova/monkey_patch.py).
 _LAUNCHER_PROBE = textwrap.dedent('''
     import json

@@ -51,8 +51,8 @@ class RefusedRebuildRollbackTest(base.ImageTraitsTestBase):
         self._wait_for_rollback()
 
     def _wait_for_rollback(self):
-        # NOTE: nova sets ERROR and the fault, then the hook restores the
-        # rest and logs one WARNING; a user reading within those
+        # NOTE(founders): nova sets ERROR and the fault, then the hook restores
+        # the rest and logs one WARNING; a user reading within those
         # milliseconds sees the server mid-rollback, so wait for the line.
         deadline = time.monotonic() + self.POLL_TIMEOUT
         while 'refused by the image traits check' not in \
