@@ -136,7 +136,8 @@ class PlacementPoolTimeout(DecisionDeadlineExceeded):
 
     msg_fmt = ('No connection to placement became free for %(url)s within '
                'the %(limit).1f seconds of the decision ([image_traits] '
-               'decision_timeout): too many decisions at once.')
+               'decision_timeout): too many decisions at once, or earlier '
+               'requests still waiting for placement.')
 
 
 class PlacementVersionChanged(PlacementError):

@@ -43,6 +43,7 @@ LOG = logging.getLogger(__name__)
 # green thread gets its own storage. In threading mode it is the native
 # thread-local, which is what nova's RPC server threads need.
 _LOCAL = None
+_LOCAL_LOCK = threading.Lock()
 
 
 class Capture:
@@ -63,8 +64,9 @@ class Capture:
 def prepare():
     """Create the thread-local storage; :func:`.hook.install` calls it."""
     global _LOCAL
-    if _LOCAL is None:
-        _LOCAL = threading.local()
+    with _LOCAL_LOCK:
+        if _LOCAL is None:
+            _LOCAL = threading.local()
 
 
 @contextlib.contextmanager

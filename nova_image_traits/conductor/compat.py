@@ -38,6 +38,8 @@ _REBUILD_PARAMS = ('self', 'context', 'instance', 'orig_image_ref',
 
 
 class HookInstallError(nit_exception.NovaImageTraitsException):
+    """This nova lacks an internal the conductor hook relies on."""
+
     msg_fmt = ('Cannot install the nova-image-traits rebuild hook into '
                'nova-conductor (nova %(version)s): %(why)s. This release of '
                'nova-image-traits supports nova 34.')

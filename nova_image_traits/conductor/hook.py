@@ -142,7 +142,8 @@ def install():
         # options exist however early they are read.
         nit_conf.register_opts(nova.conf.CONF)
         check.prepare()
-        originals = {name: cls.__dict__[name]
+        # NOTE(founders): unwrapped, should one of them still be ours.
+        originals = {name: compat.original(cls, name)
                      for name in (compat.VALIDATE, compat.REBUILD)}
         setattr(cls, compat.REBUILD,
                 _wrap_rebuild(originals[compat.REBUILD]))

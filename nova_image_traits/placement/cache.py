@@ -21,6 +21,7 @@ first request.
 """
 
 import collections
+import os
 import threading
 
 from keystoneauth1 import loading as ks_loading
@@ -38,8 +39,21 @@ _CLIENTS = collections.OrderedDict()
 MAX_CLIENTS = 4
 _CLIENTS_LOCK = threading.Lock()
 _REGISTER_LOCK = threading.Lock()
-# auth_type -> the dest of each of its options, learnt once per process.
+#: auth_type -> the dest of each of its options, learnt once per process.
 _AUTH_OPTION_DESTS = {}
+
+
+def _after_fork_in_child():
+    # NOTE(founders): a forked child (nova's API and conductor workers)
+    # must not share the parent's keep-alive sockets, nor inherit a lock a
+    # parent thread held at the fork: it builds its own clients.
+    global _CLIENTS_LOCK, _REGISTER_LOCK
+    _CLIENTS_LOCK = threading.Lock()
+    _REGISTER_LOCK = threading.Lock()
+    _CLIENTS.clear()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def build_adapter(conf, timeout=None, pool_size=None):

@@ -183,6 +183,10 @@ class PlacementClient:
         :raises: DecisionDeadlineExceeded, or keystoneauth's exceptions
         """
         def run():
+            if deadline - time.monotonic() <= 0:
+                # NOTE(founders): its decision stopped waiting before a
+                # thread took it: nobody reads the answer, so send nothing.
+                raise exception.DecisionDeadlineExceeded(limit=limit)
             adapter = self.adapter
             kwargs = {'raise_exc': False}
             kwargs.update(self.budget(max(0.001, deadline - time.monotonic())))
@@ -193,8 +197,7 @@ class PlacementClient:
             return adapter.get(url, **kwargs)
 
         # NOTE(founders): a worker thread is what makes the deadline hold (see
-        # nova_image_traits.placement.workers). The abandoned request ends on
-        # its own timeout.
+        # nova_image_traits.placement.workers).
         try:
             return self._workers.call(
                 run, lambda: deadline - time.monotonic(), grace=_GRACE)

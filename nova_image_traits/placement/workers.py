@@ -17,18 +17,39 @@ decision (nor nova's RPC worker) past its deadline. So each request runs in
 a worker thread and the decision waits for it no longer than it may.
 
 The threads are kept and reused: handing a request to a waiting thread
-costs a fraction of starting one. A request the decision stopped waiting
-for keeps its thread until keystoneauth's own timeout ends it; the other
-decisions use the other threads. A forked child starts with none.
+costs a fraction of starting one. They are daemon threads, which is why
+this is not ``concurrent.futures.ThreadPoolExecutor``: its threads are
+joined at exit, so one request hung on placement would hold up the
+conductor's shutdown. A request the decision stopped waiting for keeps its
+thread and its slot until it ends; keystoneauth bounds each connect and
+each read by its timeout, so a placement that keeps sending slowly can
+hold them longer. The other decisions use the other threads. A forked
+child starts with none.
 """
 
 import os
 import queue
 import threading
+import weakref
 
 from oslo_log import log as logging
 
 LOG = logging.getLogger(__name__)
+
+# Every Workers of the process, reset in a forked child.
+_ALL = weakref.WeakSet()
+
+
+def _after_fork_in_child():
+    # NOTE(founders): threads do not survive a fork (nova's API and
+    # conductor workers are forked): the child's counts, locks and queue
+    # would name threads it does not have. This runs in the child before
+    # any other of its threads exists.
+    for workers in list(_ALL):
+        workers._reset()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 class Abandoned(Exception):
@@ -52,9 +73,9 @@ class Workers:
         self.size = size
         self.name = name
         self._reset()
+        _ALL.add(self)
 
     def _reset(self):
-        self._pid = os.getpid()
         self._lock = threading.Lock()
         self._slots = threading.BoundedSemaphore(self.size)
         # NOTE(founders): queue.Queue, not SimpleQueue: it is built on
@@ -71,11 +92,6 @@ class Workers:
         :param grace: seconds added to the wait for the answer
         :raises: Abandoned when either wait runs out
         """
-        if self._pid != os.getpid():
-            # NOTE(founders): threads do not survive a fork (nova's API and
-            # conductor workers are forked); the child's counts would name
-            # threads it does not have.
-            self._reset()
         left = wait()
         if left <= 0 or not self._slots.acquire(timeout=left):
             raise Abandoned('slot')
@@ -85,9 +101,15 @@ class Workers:
             if self._idle:
                 self._idle -= 1
             else:
+                try:
+                    threading.Thread(target=self._work, daemon=True,
+                                     name=self.name).start()
+                except BaseException:
+                    # NOTE(founders): no thread (the process is at its
+                    # limit): give the slot back, or it is lost for good.
+                    self._slots.release()
+                    raise
                 self.started += 1
-                threading.Thread(target=self._work, daemon=True,
-                                 name=self.name).start()
         self._tasks.put((func, box, done))
         if not done.wait(max(0.0, wait()) + grace):
             raise Abandoned('answer')
@@ -103,8 +125,9 @@ class Workers:
                 box['result'] = func()
             except BaseException as e:
                 box['error'] = e
-            finally:
-                done.set()
-                with lock:
-                    self._idle += 1
-                slots.release()
+            # NOTE(founders): free before waking the caller, whose next
+            # request then finds this thread idle.
+            with lock:
+                self._idle += 1
+            slots.release()
+            done.set()

@@ -15,6 +15,7 @@ A stub adapter stands in for keystoneauth here; the functional tests talk
 to a real placement.
 """
 
+import os
 from unittest import mock
 import urllib.parse
 
@@ -368,6 +369,37 @@ class GetClientTest(base.TestCase):
         first = placement.get_client(self.conf)
         self.flags(group='placement', token='other')
         self.assertIsNot(first, placement.get_client(self.conf))
+
+    def test_auth_plugin_is_loaded_once(self):
+        self.flags(group='placement', auth_type='admin_token')
+        placement.settings(self.conf)
+        with mock.patch.object(placement_cache.ks_loading,
+                               'get_plugin_loader') as loader:
+            placement.settings(self.conf)
+            # Another configuration lacks the options: registered again.
+            other = cfg.ConfigOpts()
+            nit_conf.register_opts(other)
+            other([])
+            other.set_override('auth_type', 'admin_token', 'placement')
+            loader.return_value.get_options.return_value = []
+            placement.settings(other)
+        self.assertEqual(1, loader.call_count)
+
+    def test_a_forked_child_builds_its_own_clients(self):
+        first = placement.get_client(self.conf)
+        pid = os.fork()
+        if pid == 0:
+            # NOTE(founders): the child must not reuse the parent's client,
+            # its sockets or its locks.
+            try:
+                child = placement.get_client(self.conf)
+                code = 0 if child is not first else 1
+            except BaseException:
+                code = 2
+            os._exit(code)
+        _pid, status = os.waitpid(pid, 0)
+        self.assertEqual(0, os.waitstatus_to_exitcode(status))
+        self.assertIs(first, placement.get_client(self.conf))
 
     def test_old_clients_are_dropped(self):
         first = placement.get_client(self.conf)

@@ -13,6 +13,7 @@
 
 import os
 import threading
+from unittest import mock
 
 from nova_image_traits.placement import workers
 from tests.unit import base
@@ -74,6 +75,25 @@ class WorkersTest(base.TestCase):
         self.release.set()
         # The slot is free again once the hung call ends.
         self.assertEqual(5, pool.call(lambda: 5, _forever(5)))
+
+    def test_a_thread_freed_by_its_hung_call_is_reused(self):
+        pool = workers.Workers(2)
+        self.assertRaises(workers.Abandoned, pool.call, self.release.wait,
+                          _forever(0.05))
+        self.release.set()
+        for _i in range(5):
+            pool.call(lambda: None, _forever(5))
+        self.assertEqual(2, pool.started)
+
+    def test_no_thread_gives_the_slot_back(self):
+        pool = workers.Workers(1)
+        with mock.patch.object(threading.Thread, 'start',
+                               side_effect=RuntimeError("can't start")):
+            self.assertRaises(RuntimeError, pool.call, lambda: 1,
+                              _forever(5))
+        self.assertEqual(0, pool.started)
+        # The only slot is free again.
+        self.assertEqual(1, pool.call(lambda: 1, _forever(0.5)))
 
     def test_no_time_left_runs_nothing(self):
         pool = workers.Workers(1)
