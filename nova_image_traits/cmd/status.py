@@ -60,8 +60,8 @@ class Checks(upgradecheck.UpgradeCommands):
         self._connection = connection
         self._proc = proc
         self._uids = uids
-        self._client = None
-        self._conductors = None
+        # Built on first use, once per run.
+        self._client = self._conductors = None
 
     # -- what the checks share ------------------------------------------
 

@@ -30,8 +30,7 @@ class RejectStrategy(base.Strategy):
     """
 
     name = 'reject'
-    rule = ('only traits already required by the current image or the '
-            'flavor are accepted')
+    rule = 'only traits the current image or the flavor required are accepted'
     lacks = _('not required when this server was created')
 
     def evaluate(self, ctx):
