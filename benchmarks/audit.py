@@ -139,16 +139,16 @@ def run_once(module, cloud, path, strategy, servers, hosts):
     parser = command.get_parser('nova-image-traits audit')
     args = parser.parse_args(['--strategy', strategy, '--config-file', path,
                               '--progress-every', '0'])
-    command.stats = module.Stats()
     cloud.recorded()
     started = time.perf_counter()
     _columns, rows = command.take_action(args)
     seconds = time.perf_counter() - started
     records = cloud.recorded()
     outcomes = collections.Counter(row[5] for row in rows)
+    stats = command.auditor.stats
     return {'strategy': strategy, 'servers': servers, 'hosts': hosts,
-            'requests': len(records), 'counted': command.stats.requests,
-            'decisions': command.stats.decisions, 'seconds': seconds,
+            'requests': len(records), 'counted': stats.requests,
+            'decisions': stats.decisions, 'seconds': seconds,
             'outcomes': dict(outcomes)}
 
 
