@@ -142,6 +142,21 @@ class DeadlineTest(base.TestCase):
         self.assertEqual([], adapter.calls)
         self.assertEqual(0, session.requests)
 
+    def test_a_request_taken_after_the_deadline_is_not_sent(self):
+        session, adapter = _session({TRAITS_URL: {'traits': []}},
+                                    timeout=5.0)
+
+        def late(func, wait, grace=0.0):
+            # A worker that takes the request once the deadline has passed.
+            self.now += 6.0
+            return func()
+
+        session.client._workers.call = late
+        err = self.assertRaises(exception.DecisionDeadlineExceeded,
+                                session.get, TRAITS_URL)
+        self.assertEqual('deadline', err.cause)
+        self.assertEqual([], adapter.calls)
+
     def test_each_request_gets_what_is_left(self):
         session, adapter = _session({TRAITS_URL: {'traits': []}},
                                     timeout=5.0)
