@@ -78,8 +78,9 @@ class Workers:
     def _reset(self):
         self._lock = threading.Lock()
         self._slots = threading.BoundedSemaphore(self.size)
-        # NOTE(founders): queue.Queue, not SimpleQueue: it is built on
-        # threading, which eventlet patches where nova runs on it.
+        # NOTE(founders): queue.Queue, not SimpleQueue: where nova runs
+        # under eventlet, monkey patching makes queue.Queue a green queue,
+        # while SimpleQueue is C code whose get() would block the hub.
         self._tasks = queue.Queue()
         self._idle = 0
         self.started = 0
