@@ -67,8 +67,14 @@ def _construct_mapping(loader, node):
     data.line = node.start_mark.line + 1
     data.key_lines, data.value_lines = {}, {}
     yield data
+    explicit = [k for k, _v in node.value
+                if k.tag != 'tag:yaml.org,2002:merge']
     loader.flatten_mapping(node)
-    for key_node, value_node in node.value:
+    # NOTE(founders): flatten_mapping puts the pairs of merge keys (<<)
+    # first; an explicit key may override them, as YAML allows.
+    merged = len(node.value) - len(explicit)
+    from_merge = set()
+    for index, (key_node, value_node) in enumerate(node.value):
         key = loader.construct_object(key_node, deep=True)
         line = key_node.start_mark.line + 1
         try:
@@ -76,10 +82,14 @@ def _construct_mapping(loader, node):
         except TypeError:
             raise ScenarioError(loader.source, line, None,
                                 'a mapping key must be a plain value')
-        if key in data:
+        if key in data and key not in from_merge and index >= merged:
             raise ScenarioError(loader.source, line, str(key),
                                 'duplicate key (first on line %d)'
                                 % data.key_lines[key])
+        if index < merged:
+            from_merge.add(key)
+        else:
+            from_merge.discard(key)
         data[key] = loader.construct_object(value_node, deep=True)
         data.key_lines[key] = line
         data.value_lines[key] = value_node.start_mark.line + 1
@@ -118,17 +128,25 @@ def kind(value):
     return 'a %s' % type(value).__name__
 
 
-def field_name(path):
+def field_name(path, data=None):
     """Return a dotted field name, ``hosts[0].traits[1]``, or None.
 
     :param path: the keys and indexes from the document's root
+    :param data: the document; with it, an integer key of a mapping
+        (``1:`` under ``extra_specs``) is named as a key, not an index
     """
     text = ''
     for part in path:
-        if isinstance(part, int):
+        if isinstance(part, int) and (data is None or
+                                      isinstance(data, list)):
             text += '[%d]' % part
         else:
             text += '.%s' % part if text else str(part)
+        if isinstance(data, (dict, list)):
+            try:
+                data = data[part]
+            except (KeyError, IndexError, TypeError):
+                data = None
     return text or None
 
 

@@ -200,13 +200,13 @@ def _where(data, error):
         key = min((k for k in value if k not in known),
                   key=lambda k: value.key_lines[k])
         close = difflib.get_close_matches(str(key), known, 1)
-        return (value.key_lines[key], loader.field_name(path + [key]),
+        return (value.key_lines[key], loader.field_name(path + [key], data),
                 'unknown field' + ('; did you mean %r?' % close[0] if close
                                    else ' (known fields: %s)'
                                    % ', '.join(sorted(known))))
     if error.validator == 'required':
         missing = [r for r in error.validator_value if r not in value]
-        return (loader.line_of(data, path), loader.field_name(path),
+        return (loader.line_of(data, path), loader.field_name(path, data),
                 'missing required field %r' % missing[0])
     if 'propertyNames' in error.relative_schema_path:
         # NOTE(founders): jsonschema gives the mapping's path for a bad
@@ -223,7 +223,7 @@ def _where(data, error):
     else:
         message = 'expected %s, got %s' % (expected(error.schema),
                                            loader.kind(value))
-    return line, loader.field_name(path), message
+    return line, loader.field_name(path, data), message
 
 
 def validate(data, source):

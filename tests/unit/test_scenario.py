@@ -17,6 +17,7 @@ import textwrap
 import jsonschema
 
 from nova_image_traits import cli
+from nova_image_traits.simulate import loader
 from nova_image_traits.simulate import scenario
 from nova_image_traits.simulate import schema
 from tests.unit import base
@@ -173,6 +174,11 @@ class ScenarioErrorTest(base.TestCase):
                                       '{VCPU: 0}'),
                          14, 'hosts[0].children[0].inventory.VCPU',
                          'expected an integer >= 1')
+        # An integer key is named as a key, not as a list index.
+        self.assertError(self.replace('{VCPU: 2, CUSTOM_MAGIC: 1}',
+                                      '{1: 2}'),
+                         14, 'hosts[0].children[0].inventory.1',
+                         'expected a string, got an integer')
         self.assertError(self.replace('hw_disk_bus: virtio',
                                       'hw_disk_bus: [virtio]'),
                          30, 'images[0].properties.hw_disk_bus',
@@ -227,6 +233,21 @@ class ScenarioErrorTest(base.TestCase):
         self.assertError(self.replace('    vcpus: 4',
                                       '    vcpus: 4\n    vcpus: 5'),
                          10, 'vcpus', 'duplicate key (first on line 9)')
+
+    def test_merge_keys_may_be_overridden(self):
+        text = textwrap.dedent("""\
+            base: &base {vcpus: 4, memory_mb: 512}
+            host:
+              <<: *base
+              vcpus: 8
+            """)
+        data = loader.parse(text, 'f.yaml')
+        self.assertEqual({'vcpus': 8, 'memory_mb': 512}, dict(data['host']))
+        self.assertEqual(4, data['host'].key_lines['vcpus'])
+        # An explicit key given twice is still a duplicate.
+        err = self.assertRaises(scenario.ScenarioError, loader.parse,
+                                text + '  vcpus: 9\n', 'f.yaml')
+        self.assertIn('duplicate key (first on line 4)', err.message)
 
     def test_bad_yaml(self):
         self.assertError(self.replace('    vcpus: 4', '   vcpus: 4'),
