@@ -26,16 +26,12 @@ one line naming the service, its URL and the error.
 
 import collections
 
-from oslo_log import log as logging
-
 from nova_image_traits import cli
 from nova_image_traits import exception
 from nova_image_traits import flavor as nit_flavor
 from nova_image_traits import images as nit_images
 from nova_image_traits import placement
 from nova_image_traits import request as nit_request
-
-LOG = logging.getLogger(__name__)
 
 LookupFailed = nit_images.LookupFailed
 ImageNotFound = nit_images.ImageNotFound

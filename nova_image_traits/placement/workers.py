@@ -32,10 +32,6 @@ import queue
 import threading
 import weakref
 
-from oslo_log import log as logging
-
-LOG = logging.getLogger(__name__)
-
 # Every Workers of the process, reset in a forked child.
 _ALL = weakref.WeakSet()
 
