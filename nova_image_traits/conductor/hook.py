@@ -75,26 +75,16 @@ HookInstallError = compat.HookInstallError
 _ORIGINALS = {}
 _LOCK = threading.Lock()
 
-#: Why the hook could not be installed in this process, or None; set by
-#: :func:`report_unsupported` for status checks to read.
-UNSUPPORTED = None
 
-
-def report_unsupported(error, again=False):
-    """Record and log, once per process, that the hook is not active.
+def report_unsupported(error):
+    """Log that the hook is not active in this process.
 
     The conductor then runs with nova's own image traits check, which
-    :func:`install` left untouched.
+    :func:`install` left untouched. The launcher logs it twice: to stderr
+    at once, and again once nova has set up logging.
 
     :param error: the :class:`HookInstallError`
-    :param again: log it even if it was already, as the launcher does
-        once nova has set up logging (the first line went to stderr)
     """
-    global UNSUPPORTED
-    with _LOCK:
-        if UNSUPPORTED is not None and not again:
-            return
-        UNSUPPORTED = str(error)
     LOG.critical('%s The conductor starts with nova\'s own image traits '
                  'check on rebuild; nova-image-traits strategies are not '
                  'applied by the conductor. Set [image_traits] '
