@@ -44,15 +44,15 @@ the flavor, malformed or too many),
 failed, or the strategy was inconclusive), so the user may retry.
 """
 
-import dataclasses
 import json
 import re
 
 from oslo_log import log as logging
 from oslo_utils import uuidutils
-import webob
 import webob.dec
+import webob.exc
 
+from nova.api.openstack import wsgi as openstack_wsgi
 from nova.api import wsgi as nova_wsgi
 from nova.compute import api as compute_api
 from nova.compute import vm_states
@@ -70,11 +70,6 @@ from nova_image_traits import nova_request
 LOG = logging.getLogger(__name__)
 
 _ACTION = re.compile(r'^/(?:v2(?:\.1)?/)?(?:[^/]+/)?servers/([^/]+)/action$')
-#: Nova's names for the fault documents of these codes.
-_FAULT_NAMES = {400: 'badRequest', 409: 'conflictingRequest'}
-#: Outcomes that say the image is wrong for this server; the others say
-#: the question cannot be answered now.
-_INVALID = frozenset([nit_decision.REJECT])
 #: The states nova's API rebuilds from (``check_instance_state``).
 _REBUILDABLE = frozenset([vm_states.ACTIVE, vm_states.STOPPED,
                           vm_states.ERROR])
@@ -104,8 +99,13 @@ class RebuildPrecheck(nova_wsgi.Middleware):
             return self.application
         if decision is None or decision.allowed:
             return self.application
-        code = 400 if decision.outcome in _INVALID else 409
-        return _fault(code, decision.user_reason())
+        # A rejection says the image is wrong for this server; any other
+        # outcome says the question cannot be answered now.
+        if decision.outcome == nit_decision.REJECT:
+            error = webob.exc.HTTPBadRequest
+        else:
+            error = webob.exc.HTTPConflict
+        return openstack_wsgi.Fault(error(explanation=decision.user_reason()))
 
     @staticmethod
     def _nova_would_rebuild(context, instance):
@@ -131,12 +131,8 @@ class RebuildPrecheck(nova_wsgi.Middleware):
     @staticmethod
     def _rebuild_target(req):
         """The server of a rebuild request, or None for anything else."""
-        if req.method != 'POST':
-            return None
         match = _ACTION.match(req.path_info)
-        if not match:
-            return None
-        return match.group(1)
+        return match.group(1) if match and req.method == 'POST' else None
 
     def _decide(self, req, server_id):
         context = req.environ.get('nova.context')
@@ -184,17 +180,9 @@ class RebuildPrecheck(nova_wsgi.Middleware):
         spec = objects.RequestSpec.get_by_instance_uuid(admin,
                                                         instance.uuid)
         spec.image = image_meta
-        request = nova_request.from_conductor_rebuild(
-            instance, image_meta, dict(instance.system_metadata), node,
-            is_volume_backed=bool(spec.is_bfv) if 'is_bfv' in spec else
-            False, orig_image_ref=instance.image_ref, request_spec=spec)
-        request = dataclasses.replace(
-            request, global_request_id=getattr(context, 'global_id', None))
+        request = nova_request.rebuild_request(
+            context, spec, image_meta, node.uuid, instance.host,
+            flavor=instance.flavor,
+            orig_sys_metadata=instance.system_metadata,
+            orig_image_ref=instance.image_ref)
         return engine.decide(request, conf=nova.conf.CONF)
-
-
-def _fault(code, message):
-    """A response shaped like nova's ``wsgi.Fault`` error documents."""
-    body = {_FAULT_NAMES[code]: {'code': code, 'message': message}}
-    return webob.Response(status=code, json_body=body,
-                          content_type='application/json', charset='UTF-8')

@@ -184,14 +184,8 @@ def _wrap_rebuild(original):
             # Let nova report the bad call the way it always did.
             return original(self, context, *args, **kwargs)
         arguments = arguments.arguments
-        instance = arguments.get('instance')
-        capture = check.Capture(
-            getattr(instance, 'uuid', None), arguments.get('image_ref'),
-            arguments.get('orig_image_ref'),
-            arguments.get('orig_sys_metadata'),
-            arguments.get('request_spec'))
         try:
-            with check.remember(capture):
+            with check.remember(arguments):
                 return original(self, context, *args, **kwargs)
         except refusal.ImageTraitsRefused as e:
             # NOTE(founders): nova has set the server to ERROR, rolled
@@ -199,8 +193,9 @@ def _wrap_rebuild(original):
             # restored the rest. Stop here: rebuild_instance is a cast, nobody
             # waits for the exception, and oslo.messaging would log a
             # traceback.
-            refusal.log_refusal(instance, capture.image_ref,
-                                capture.orig_image_ref, e)
+            refusal.log_refusal(arguments.get('instance'),
+                                arguments.get('image_ref'),
+                                arguments.get('orig_image_ref'), e)
             return None
 
     setattr(rebuild_instance, compat.MARKER, original)
