@@ -71,8 +71,6 @@ LOG = logging.getLogger(__name__)
 
 HookInstallError = compat.HookInstallError
 
-# The originals, while installed: {attribute name: function}.
-_ORIGINALS = {}
 _LOCK = threading.Lock()
 
 
@@ -133,14 +131,11 @@ def install():
         nit_conf.register_opts(nova.conf.CONF)
         check.prepare()
         # NOTE(founders): unwrapped, should one of them still be ours.
-        originals = {name: compat.original(cls, name)
-                     for name in (compat.VALIDATE, compat.REBUILD)}
         setattr(cls, compat.REBUILD,
-                _wrap_rebuild(originals[compat.REBUILD]))
+                _wrap_rebuild(compat.original(cls, compat.REBUILD)))
         setattr(cls, compat.VALIDATE,
                 _mark(check.validate_image_traits_for_rebuild,
-                      originals[compat.VALIDATE]))
-        _ORIGINALS.update(originals)
+                      compat.original(cls, compat.VALIDATE)))
 
 
 def log_installed():
@@ -157,12 +152,11 @@ def log_installed():
 def uninstall():
     """Restore nova's own methods. Harmless when not installed."""
     with _LOCK:
-        if not _ORIGINALS:
-            return
-        cls = compat.manager_class()
-        for name, func in _ORIGINALS.items():
-            setattr(cls, name, func)
-        _ORIGINALS.clear()
+        if is_installed():
+            cls = compat.manager_class()
+            for name in (compat.VALIDATE, compat.REBUILD):
+                # Each of ours keeps nova's original under the marker.
+                setattr(cls, name, compat.original(cls, name))
 
 
 def _mark(func, original):
