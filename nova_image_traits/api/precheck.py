@@ -59,7 +59,6 @@ from nova.compute import vm_states
 import nova.conf
 from nova import context as nova_context
 from nova import exception as nova_exception
-from nova.image import glance
 from nova import objects
 from nova.policies import servers as server_policies
 
@@ -81,7 +80,6 @@ class RebuildPrecheck(nova_wsgi.Middleware):
     def __init__(self, application):
         super().__init__(application)
         self._compute_api = None
-        self._image_api = None
 
     @webob.dec.wsgify
     def __call__(self, req):
@@ -141,19 +139,16 @@ class RebuildPrecheck(nova_wsgi.Middleware):
                         'image_traits_precheck after keystonecontext in '
                         'api-paste.ini.')
             return None
-        req.make_body_seekable()
+        # webob reads the body into a seekable buffer and rewinds it, so
+        # nova reads it again after us.
         try:
-            body = json.loads(req.body or b'{}')
-            image_href = body['rebuild']['imageRef']
+            image_href = json.loads(req.body or b'{}')['rebuild']['imageRef']
         except (ValueError, TypeError, KeyError):
             return None
-        finally:
-            req.body_file.seek(0)
         if not uuidutils.is_uuid_like(image_href):
             return None  # nova's schema refuses it
         if self._compute_api is None:
             self._compute_api = compute_api.API()
-            self._image_api = glance.API()
         try:
             instance = self._compute_api.get(
                 context, server_id,
@@ -165,7 +160,7 @@ class RebuildPrecheck(nova_wsgi.Middleware):
         if image_href == instance.image_ref:
             return None  # nova checks nothing for the same image
         try:
-            image = self._image_api.get(context, image_href)
+            image = self._compute_api.image_api.get(context, image_href)
         except Exception:
             return None  # nova reports the bad image itself
         image_meta = objects.ImageMeta.from_dict(image)
