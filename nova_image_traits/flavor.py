@@ -86,10 +86,8 @@ class ResourceQuery:
     @property
     def unsuffixed(self):
         """The unsuffixed group, which carries the image's traits."""
-        for group in self.groups:
-            if not group.suffix:
-                return group
-        return RequestGroup('')
+        return next((g for g in self.groups if not g.suffix),
+                    RequestGroup(''))
 
     @property
     def numbered(self):

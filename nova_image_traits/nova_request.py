@@ -70,10 +70,8 @@ def resource_query_from_request_spec(spec_obj):
     """
     try:
         spec = spec_obj.obj_clone()
-        image = spec.image if 'image' in spec and spec.image else None
-        if (image is not None and 'properties' in image and
-                'traits_required' in image.properties):
-            del image.properties.traits_required
+        if 'image' in spec and spec.image and 'properties' in spec.image:
+            spec.image.properties.traits_required = []
         res_req = scheduler_utils.ResourceRequest.from_request_spec(
             spec, enable_pinning_translate=True)
         querystring = res_req.to_querystring()

@@ -88,9 +88,8 @@ class ImageTraitsFilter(filters.BaseHostFilter):
         # every host when the image requires traits (nothing can be verified),
         # pass them all otherwise (there is nothing to check).
         instance = getattr(spec_obj, 'instance_uuid', None)
-        image = spec_obj.image if 'image' in spec_obj else None
-        required = bool(image is not None and
-                        nova_request.image_properties_from_image_meta(image))
+        required = bool(nova_request.image_properties_from_image_meta(
+            spec_obj.image if 'image' in spec_obj else None))
         if required:
             action = 'refusing every host because the image requires traits'
         else:
