@@ -36,10 +36,8 @@ import os_resource_classes as orc
 
 from nova_image_traits import traits as nit_traits
 
-_RESOURCES = 'resources'
-_TRAIT = 'trait'
 #: An extra spec key ``resources[N]:<RC>`` or ``trait[N]:<NAME>``.
-_KEY = re.compile(r'^(%s|%s)([^:]*):(.*)$' % (_RESOURCES, _TRAIT))
+_KEY = re.compile(r'^(resources|trait)([^:]*):(.*)$')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -118,7 +116,7 @@ class Flavor:
                 yield match.group(2), match.group(3), value
 
     def _traits(self, value):
-        return frozenset(n for _s, n, v in self._specs(_TRAIT)
+        return frozenset(n for _s, n, v in self._specs('trait')
                          if str(v) == value)
 
     @property
@@ -148,7 +146,7 @@ class Flavor:
         :returns: a list of :class:`RequestGroup`, unsuffixed first
         """
         resources = collections.defaultdict(dict)
-        for suffix, rclass, value in self._specs(_RESOURCES):
+        for suffix, rclass, value in self._specs('resources'):
             amount = _amount(rclass, value)
             if amount is not None:
                 resources[suffix][rclass] = amount
@@ -156,7 +154,7 @@ class Flavor:
         forbidden = collections.defaultdict(set)
         traits = {nit_traits.REQUIRED: required,
                   nit_traits.FORBIDDEN: forbidden}
-        for suffix, name, value in self._specs(_TRAIT):
+        for suffix, name, value in self._specs('trait'):
             if str(value) in traits:
                 traits[str(value)][suffix].add(name)
 

@@ -68,6 +68,7 @@ from nova_image_traits import nova_request
 
 LOG = logging.getLogger(__name__)
 
+#: The path of a server action, with or without a version and project.
 _ACTION = re.compile(r'^/(?:v2(?:\.1)?/)?(?:[^/]+/)?servers/([^/]+)/action$')
 #: The states nova's API rebuilds from (``check_instance_state``).
 _REBUILDABLE = frozenset([vm_states.ACTIVE, vm_states.STOPPED,
@@ -83,9 +84,10 @@ class RebuildPrecheck(nova_wsgi.Middleware):
 
     @webob.dec.wsgify
     def __call__(self, req):
-        server_id = self._rebuild_target(req)
-        if server_id is None:
+        match = _ACTION.match(req.path_info)
+        if req.method != 'POST' or not match:
             return self.application
+        server_id = match.group(1)
         try:
             decision = self._decide(req, server_id)
         except Exception:
@@ -125,12 +127,6 @@ class RebuildPrecheck(nova_wsgi.Middleware):
         return (instance.vm_state in _REBUILDABLE and
                 instance.task_state is None and
                 bool(instance.image_ref) and bool(instance.host))
-
-    @staticmethod
-    def _rebuild_target(req):
-        """The server of a rebuild request, or None for anything else."""
-        match = _ACTION.match(req.path_info)
-        return match.group(1) if match and req.method == 'POST' else None
 
     def _decide(self, req, server_id):
         context = req.environ.get('nova.context')
