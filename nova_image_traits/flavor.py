@@ -28,6 +28,7 @@ listed in ``tests/functional/nova/test_resource_request.py``.
 import collections
 import dataclasses
 import math
+import re
 import types
 import typing as ty
 
@@ -35,8 +36,8 @@ import os_resource_classes as orc
 
 from nova_image_traits import traits as nit_traits
 
-_RESOURCES = 'resources'
-_TRAIT = 'trait'
+#: An extra spec key ``resources[N]:<RC>`` or ``trait[N]:<NAME>``.
+_KEY = re.compile(r'^(resources|trait)([^:]*):(.*)$')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -83,10 +84,8 @@ class ResourceQuery:
     @property
     def unsuffixed(self):
         """The unsuffixed group, which carries the image's traits."""
-        for group in self.groups:
-            if not group.suffix:
-                return group
-        return RequestGroup('')
+        return next((g for g in self.groups if not g.suffix),
+                    RequestGroup(''))
 
     @property
     def numbered(self):
@@ -109,17 +108,21 @@ class Flavor:
         default_factory=lambda: types.MappingProxyType({}))
     name: ty.Optional[str] = None
 
-    def _trait_specs(self):
+    def _specs(self, prefix):
+        """(suffix, name, value) of every ``<prefix>[N]:<name>`` key."""
         for key, value in self.extra_specs.items():
-            prefix, sep, name = str(key).partition(':')
-            if sep and prefix.startswith(_TRAIT):
-                yield prefix[len(_TRAIT):], name, str(value)
+            match = _KEY.match(str(key))
+            if match and match.group(1) == prefix:
+                yield match.group(2), match.group(3), value
+
+    def _traits(self, value):
+        return frozenset(n for _s, n, v in self._specs('trait')
+                         if str(v) == value)
 
     @property
     def required_traits(self):
         """Traits any group of the flavor requires."""
-        return frozenset(n for _s, n, v in self._trait_specs()
-                         if v == nit_traits.REQUIRED)
+        return self._traits(nit_traits.REQUIRED)
 
     @property
     def forbidden_traits(self):
@@ -127,8 +130,7 @@ class Flavor:
 
         Nova's own check reads every ``trait*:<NAME>=forbidden`` key.
         """
-        return frozenset(n for _s, n, v in self._trait_specs()
-                         if v == nit_traits.FORBIDDEN)
+        return self._traits(nit_traits.FORBIDDEN)
 
     @property
     def group_policy(self):
@@ -144,21 +146,17 @@ class Flavor:
         :returns: a list of :class:`RequestGroup`, unsuffixed first
         """
         resources = collections.defaultdict(dict)
+        for suffix, rclass, value in self._specs('resources'):
+            amount = _amount(rclass, value)
+            if amount is not None:
+                resources[suffix][rclass] = amount
         required = collections.defaultdict(set)
         forbidden = collections.defaultdict(set)
-        for key, value in self.extra_specs.items():
-            prefix, sep, name = str(key).partition(':')
-            if not sep:
-                continue
-            if prefix.startswith(_RESOURCES):
-                amount = _amount(name, value)
-                if amount is not None:
-                    resources[prefix[len(_RESOURCES):]][name] = amount
-        for suffix, name, value in self._trait_specs():
-            if value == nit_traits.REQUIRED:
-                required[suffix].add(name)
-            elif value == nit_traits.FORBIDDEN:
-                forbidden[suffix].add(name)
+        traits = {nit_traits.REQUIRED: required,
+                  nit_traits.FORBIDDEN: forbidden}
+        for suffix, name, value in self._specs('trait'):
+            if str(value) in traits:
+                traits[str(value)][suffix].add(name)
 
         base = {}
         disk = self.ephemeral_gb + int(math.ceil(self.swap / 1024.0))
@@ -175,33 +173,26 @@ class Flavor:
         if 'DISK_GB' not in explicit:
             base['DISK_GB'] = disk
         # Explicit resources: extra specs override what the flavor implies.
-        base.update(resources.pop('', {}))
+        base.update(resources[''])
         if dedicated:
             # As nova's _translate_pinning_policies: after the extra specs,
             # so it wins over an explicit resources:PCPU.
             base['PCPU'] = self.vcpus + (
                 1 if self.extra_specs.get('hw:emulator_threads_policy') ==
                 'isolate' else 0)
+        resources[''] = base
         required[''].update(image_traits)
         thread_trait = _THREAD_POLICY_TRAIT.get(
             self.extra_specs.get('hw:cpu_thread_policy'))
         if thread_trait:
-            (required if thread_trait == nit_traits.REQUIRED
-             else forbidden)[''].add('HW_CPU_HYPERTHREADING')
+            traits[thread_trait][''].add('HW_CPU_HYPERTHREADING')
 
-        groups = [RequestGroup(
-            '', {rc: n for rc, n in base.items() if n > 0},
-            frozenset(required.pop('', ())),
-            frozenset(forbidden.pop('', ())))]
-        for suffix in sorted(set(resources) | set(required) |
-                             set(forbidden)):
-            groups.append(RequestGroup(
-                suffix,
-                {rc: n for rc, n in resources.get(suffix, {}).items()
-                 if n > 0},
-                frozenset(required.get(suffix, ())),
-                frozenset(forbidden.get(suffix, ()))))
-        return groups
+        return [RequestGroup(
+            suffix,
+            {rc: n for rc, n in resources[suffix].items() if n > 0},
+            frozenset(required[suffix]), frozenset(forbidden[suffix]))
+            for suffix in sorted(set(resources) | set(required) |
+                                 set(forbidden))]
 
     def resource_query(self, is_volume_backed=False):
         """Return the :class:`ResourceQuery` a boot of this flavor sends.

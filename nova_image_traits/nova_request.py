@@ -12,13 +12,10 @@
 """Build a :class:`~nova_image_traits.request.RebuildRequest` from nova.
 
 This is the thin layer between nova's objects and the decision engine,
-which knows nothing of nova. Two callers use it:
-
-* the scheduler filter, which sees a ``RequestSpec`` and a ``HostState``
-  (:func:`from_request_spec`);
-* the conductor hook, which sees the instance, the new image and the
-  system metadata of the *original* image
-  (:func:`from_conductor_rebuild`).
+which knows nothing of nova. The scheduler filter (which sees a
+``RequestSpec`` and a ``HostState``), the conductor hook and the API
+pre-check (which also see the instance and the system metadata of the
+*original* image) all build their request with :func:`rebuild_request`.
 
 Only image traits are passed on: nova's ``ImageMetaProps`` keeps just the
 ``trait:<NAME>=required`` properties (as ``traits_required``) and ignores
@@ -28,6 +25,7 @@ every other ``trait:`` value, so we do the same.
 import re
 import urllib.parse
 
+from nova import objects
 from nova.scheduler import utils as scheduler_utils
 from nova import utils as nova_utils
 from oslo_log import log as logging
@@ -43,7 +41,7 @@ LOG = logging.getLogger(__name__)
 SM_BASE_IMAGE_REF = nova_utils.SM_IMAGE_PROP_PREFIX + 'base_image_ref'
 
 # A per-group parameter of GET /allocation_candidates and its suffix.
-_GROUP_PARAM = re.compile(r'^(resources|required|member_of|in_tree)(.*)$')
+_GROUP_PARAM = re.compile(r'^(resources|required|member_of)(.*)$')
 
 
 def resource_query_from_request_spec(spec_obj):
@@ -72,10 +70,8 @@ def resource_query_from_request_spec(spec_obj):
     """
     try:
         spec = spec_obj.obj_clone()
-        image = spec.image if 'image' in spec and spec.image else None
-        if (image is not None and 'properties' in image and
-                'traits_required' in image.properties):
-            del image.properties.traits_required
+        if 'image' in spec and spec.image and 'properties' in spec.image:
+            spec.image.properties.traits_required = []
         res_req = scheduler_utils.ResourceRequest.from_request_spec(
             spec, enable_pinning_translate=True)
         querystring = res_req.to_querystring()
@@ -89,6 +85,13 @@ def resource_query_from_request_spec(spec_obj):
     return resource_query_from_querystring(querystring)
 
 
+def _traits(values):
+    """The required and the forbidden trait names in ``required`` values."""
+    names = [name for value in values for name in value.split(',') if name]
+    return (frozenset(n for n in names if not n.startswith('!')),
+            frozenset(n[1:] for n in names if n.startswith('!')))
+
+
 def resource_query_from_querystring(querystring):
     """Parse a ``GET /allocation_candidates`` query string into a query.
 
@@ -96,50 +99,27 @@ def resource_query_from_querystring(querystring):
     :returns: a :class:`~nova_image_traits.flavor.ResourceQuery` with
         ``source='nova'``
     """
-    groups = {}
-    policy = None
-    same_subtree = []
-    root_required, root_forbidden = set(), set()
-
-    def group(sfx):
-        return groups.setdefault(sfx, {'resources': {}, 'required': set(),
-                                       'forbidden': set(), 'member_of': []})
-
-    for key, value in urllib.parse.parse_qsl(querystring):
-        match = _GROUP_PARAM.match(key)
-        if key == 'group_policy':
-            policy = value
-        elif key == 'same_subtree':
-            same_subtree.append(tuple(value.split(',')))
-        elif key == 'root_required':
-            for name in value.split(','):
-                if name.startswith('!'):
-                    root_forbidden.add(name[1:])
-                elif name:
-                    root_required.add(name)
-        elif match and match.group(1) == 'resources':
-            for item in filter(None, value.split(',')):
-                rc, _sep, amount = item.partition(':')
-                group(match.group(2))['resources'][rc] = int(amount)
-        elif match and match.group(1) == 'required':
-            for name in filter(None, value.split(',')):
-                if name.startswith('!'):
-                    group(match.group(2))['forbidden'].add(name[1:])
-                else:
-                    group(match.group(2))['required'].add(name)
-        elif match and match.group(1) == 'member_of':
-            group(match.group(2))['member_of'].append(value)
-        # NOTE(founders): in_tree and limit are the strategies' to set.
-    group('')
+    params = urllib.parse.parse_qs(querystring)
+    # NOTE(founders): in_tree and limit are the strategies' to set.
+    suffixes = {''} | {match.group(2)
+                       for match in map(_GROUP_PARAM.match, params) if match}
+    groups = []
+    for sfx in sorted(suffixes):
+        amounts = [item.partition(':')
+                   for value in params.get('resources' + sfx, ())
+                   for item in value.split(',') if item]
+        required, forbidden = _traits(params.get('required' + sfx, ()))
+        groups.append(nit_flavor.RequestGroup(
+            sfx, {rc: int(amount) for rc, _sep, amount in amounts},
+            required, forbidden, tuple(params.get('member_of' + sfx, ()))))
+    root_required, root_forbidden = _traits(params.get('root_required', ()))
     return nit_flavor.ResourceQuery(
-        groups=tuple(
-            nit_flavor.RequestGroup(
-                sfx, g['resources'], frozenset(g['required']),
-                frozenset(g['forbidden']), tuple(g['member_of']))
-            for sfx, g in sorted(groups.items())),
-        group_policy=policy, same_subtree=tuple(same_subtree),
-        root_required=frozenset(root_required),
-        root_forbidden=frozenset(root_forbidden), source='nova')
+        groups=tuple(groups),
+        group_policy=params.get('group_policy', [None])[-1],
+        same_subtree=tuple(tuple(value.split(','))
+                           for value in params.get('same_subtree', ())),
+        root_required=root_required, root_forbidden=root_forbidden,
+        source='nova')
 
 
 def image_properties_from_image_meta(image_meta):
@@ -154,10 +134,8 @@ def image_properties_from_image_meta(image_meta):
     """
     if image_meta is None or 'properties' not in image_meta:
         return {}
-    props = image_meta.properties
-    if 'traits_required' not in props or not props.traits_required:
-        return {}
-    return {TRAIT_PREFIX + name: REQUIRED for name in props.traits_required}
+    return {TRAIT_PREFIX + name: REQUIRED
+            for name in image_meta.properties.get('traits_required') or ()}
 
 
 def image_properties_from_system_metadata(system_metadata, image_ref=None):
@@ -191,13 +169,10 @@ def image_properties_from_system_metadata(system_metadata, image_ref=None):
                  'treated as unknown.',
                  {'described': described, 'current': image_ref})
         return None
-    image = nova_utils.get_image_from_system_metadata(system_metadata)
-    # NOTE(founders): filter exactly the way
-    # ImageMetaProps._set_attr_from_trait_names does, so the original and the
-    # new image are read alike.
-    return {str(key): REQUIRED
-            for key, value in image.get('properties', {}).items()
-            if str(key).startswith(TRAIT_PREFIX) and str(value) == REQUIRED}
+    # Read through nova's own ImageMeta, as Instance.image_meta
+    # does, so that the original and the new image are read alike.
+    return image_properties_from_image_meta(objects.ImageMeta.from_dict(
+        nova_utils.get_image_from_system_metadata(system_metadata)))
 
 
 def flavor_from_nova(flavor):
@@ -205,72 +180,48 @@ def flavor_from_nova(flavor):
 
     :param flavor: a ``nova.objects.Flavor``
     """
-    extra_specs = {}
-    if 'extra_specs' in flavor and flavor.extra_specs:
-        extra_specs = dict(flavor.extra_specs)
+    extra_specs = flavor.extra_specs if 'extra_specs' in flavor else None
     return nit_flavor.Flavor(
-        vcpus=flavor.vcpus,
-        memory_mb=flavor.memory_mb,
-        root_gb=flavor.root_gb,
-        ephemeral_gb=flavor.ephemeral_gb,
-        swap=flavor.swap,
-        extra_specs=extra_specs,
+        vcpus=flavor.vcpus, memory_mb=flavor.memory_mb,
+        root_gb=flavor.root_gb, ephemeral_gb=flavor.ephemeral_gb,
+        swap=flavor.swap, extra_specs=dict(extra_specs or {}),
         name=flavor.name if 'name' in flavor else None)
 
 
-def from_request_spec(spec_obj, host_state):
-    """Build the request the scheduler filter asks about.
+def rebuild_request(context, spec, image_meta, compute_node_uuid, host,
+                    flavor=None, orig_sys_metadata=None, orig_image_ref=None,
+                    is_volume_backed=None):
+    """Build the request the filter, the hook or the pre-check asks about.
 
-    By the time the scheduler runs, nova's API has already replaced the
-    ``RequestSpec.image`` (and the instance's image system metadata) with
-    the new image, so the original image is unknown here.
-
-    :param spec_obj: the ``nova.objects.RequestSpec`` of the rebuild
-    :param host_state: the ``nova.scheduler.host_manager.HostState`` of the
-        instance's current host; its ``uuid`` is the compute node's uuid,
-        which is also its resource provider uuid
-    :returns: a :class:`~nova_image_traits.request.RebuildRequest`
-    """
-    image = spec_obj.image if 'image' in spec_obj else None
-    is_bfv = bool(spec_obj.is_bfv) if 'is_bfv' in spec_obj else False
-    return nit_request.RebuildRequest(
-        instance_uuid=spec_obj.instance_uuid,
-        compute_node_uuid=host_state.uuid,
-        image_properties=image_properties_from_image_meta(image),
-        flavor=flavor_from_nova(spec_obj.flavor),
-        original_image_properties=None,
-        is_volume_backed=is_bfv,
-        resources=resource_query_from_request_spec(spec_obj),
-        host=host_state.host)
-
-
-def from_conductor_rebuild(instance, image_meta, orig_sys_metadata,
-                           compute_node, is_volume_backed=False,
-                           orig_image_ref=None, request_spec=None):
-    """Build the request the conductor hook asks about.
-
-    :param instance: the ``nova.objects.Instance`` being rebuilt
+    :param context: the request context; its ``global_id`` is sent to
+        placement
+    :param spec: the rebuild's ``nova.objects.RequestSpec``, whose image is
+        the new one (nova's API sets it before it casts to the conductor)
     :param image_meta: the ``nova.objects.ImageMeta`` of the new image
+    :param compute_node_uuid: the compute node the server is on, which is
+        also its resource provider
+    :param host: the server's host
+    :param flavor: the server's ``nova.objects.Flavor``; by default the
+        request spec's
     :param orig_sys_metadata: the system metadata the instance had before
         the API switched it to the new image (as the conductor's
-        ``rebuild_instance`` receives it), or None when unknown
-    :param compute_node: the ``nova.objects.ComputeNode`` the instance is on
-    :param is_volume_backed: whether the root disk is a volume
+        ``rebuild_instance`` receives it), or None when unknown (the
+        scheduler filter: by then the API has replaced it)
     :param orig_image_ref: the id of the image being replaced, to check
         that ``orig_sys_metadata`` describes it
-    :param request_spec: the rebuild's ``nova.objects.RequestSpec``, whose
-        image nova's API has already set to the new one, or None when the
-        conductor was not given one (the flavor alone is then judged)
+    :param is_volume_backed: whether the root disk is a volume; by default
+        the request spec's ``is_bfv``, False when it is not set
     :returns: a :class:`~nova_image_traits.request.RebuildRequest`
     """
+    if is_volume_backed is None:
+        is_volume_backed = 'is_bfv' in spec and bool(spec.is_bfv)
     return nit_request.RebuildRequest(
-        instance_uuid=instance.uuid,
-        compute_node_uuid=compute_node.uuid,
+        instance_uuid=spec.instance_uuid,
+        compute_node_uuid=compute_node_uuid,
         image_properties=image_properties_from_image_meta(image_meta),
-        flavor=flavor_from_nova(instance.flavor),
+        flavor=flavor_from_nova(flavor or spec.flavor),
         original_image_properties=image_properties_from_system_metadata(
             orig_sys_metadata, image_ref=orig_image_ref),
         is_volume_backed=bool(is_volume_backed),
-        resources=(resource_query_from_request_spec(request_spec)
-                   if request_spec is not None else None),
-        host=instance.host)
+        resources=resource_query_from_request_spec(spec),
+        host=host, global_request_id=getattr(context, 'global_id', None))

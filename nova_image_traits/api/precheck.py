@@ -44,22 +44,21 @@ the flavor, malformed or too many),
 failed, or the strategy was inconclusive), so the user may retry.
 """
 
-import dataclasses
 import json
 import re
 
 from oslo_log import log as logging
 from oslo_utils import uuidutils
-import webob
 import webob.dec
+import webob.exc
 
+from nova.api.openstack import wsgi as openstack_wsgi
 from nova.api import wsgi as nova_wsgi
 from nova.compute import api as compute_api
 from nova.compute import vm_states
 import nova.conf
 from nova import context as nova_context
 from nova import exception as nova_exception
-from nova.image import glance
 from nova import objects
 from nova.policies import servers as server_policies
 
@@ -69,12 +68,8 @@ from nova_image_traits import nova_request
 
 LOG = logging.getLogger(__name__)
 
+#: The path of a server action, with or without a version and project.
 _ACTION = re.compile(r'^/(?:v2(?:\.1)?/)?(?:[^/]+/)?servers/([^/]+)/action$')
-#: Nova's names for the fault documents of these codes.
-_FAULT_NAMES = {400: 'badRequest', 409: 'conflictingRequest'}
-#: Outcomes that say the image is wrong for this server; the others say
-#: the question cannot be answered now.
-_INVALID = frozenset([nit_decision.REJECT])
 #: The states nova's API rebuilds from (``check_instance_state``).
 _REBUILDABLE = frozenset([vm_states.ACTIVE, vm_states.STOPPED,
                           vm_states.ERROR])
@@ -86,13 +81,13 @@ class RebuildPrecheck(nova_wsgi.Middleware):
     def __init__(self, application):
         super().__init__(application)
         self._compute_api = None
-        self._image_api = None
 
     @webob.dec.wsgify
     def __call__(self, req):
-        server_id = self._rebuild_target(req)
-        if server_id is None:
+        match = _ACTION.match(req.path_info)
+        if req.method != 'POST' or not match:
             return self.application
+        server_id = match.group(1)
         try:
             decision = self._decide(req, server_id)
         except Exception:
@@ -104,8 +99,13 @@ class RebuildPrecheck(nova_wsgi.Middleware):
             return self.application
         if decision is None or decision.allowed:
             return self.application
-        code = 400 if decision.outcome in _INVALID else 409
-        return _fault(code, decision.user_reason())
+        # A rejection says the image is wrong for this server; any other
+        # outcome says the question cannot be answered now.
+        if decision.outcome == nit_decision.REJECT:
+            error = webob.exc.HTTPBadRequest
+        else:
+            error = webob.exc.HTTPConflict
+        return openstack_wsgi.Fault(error(explanation=decision.user_reason()))
 
     @staticmethod
     def _nova_would_rebuild(context, instance):
@@ -128,16 +128,6 @@ class RebuildPrecheck(nova_wsgi.Middleware):
                 instance.task_state is None and
                 bool(instance.image_ref) and bool(instance.host))
 
-    @staticmethod
-    def _rebuild_target(req):
-        """The server of a rebuild request, or None for anything else."""
-        if req.method != 'POST':
-            return None
-        match = _ACTION.match(req.path_info)
-        if not match:
-            return None
-        return match.group(1)
-
     def _decide(self, req, server_id):
         context = req.environ.get('nova.context')
         if context is None:
@@ -145,19 +135,16 @@ class RebuildPrecheck(nova_wsgi.Middleware):
                         'image_traits_precheck after keystonecontext in '
                         'api-paste.ini.')
             return None
-        req.make_body_seekable()
+        # webob reads the body into a seekable buffer and rewinds it, so
+        # nova reads it again after us.
         try:
-            body = json.loads(req.body or b'{}')
-            image_href = body['rebuild']['imageRef']
+            image_href = json.loads(req.body or b'{}')['rebuild']['imageRef']
         except (ValueError, TypeError, KeyError):
             return None
-        finally:
-            req.body_file.seek(0)
         if not uuidutils.is_uuid_like(image_href):
             return None  # nova's schema refuses it
         if self._compute_api is None:
             self._compute_api = compute_api.API()
-            self._image_api = glance.API()
         try:
             instance = self._compute_api.get(
                 context, server_id,
@@ -169,7 +156,7 @@ class RebuildPrecheck(nova_wsgi.Middleware):
         if image_href == instance.image_ref:
             return None  # nova checks nothing for the same image
         try:
-            image = self._image_api.get(context, image_href)
+            image = self._compute_api.image_api.get(context, image_href)
         except Exception:
             return None  # nova reports the bad image itself
         image_meta = objects.ImageMeta.from_dict(image)
@@ -184,17 +171,9 @@ class RebuildPrecheck(nova_wsgi.Middleware):
         spec = objects.RequestSpec.get_by_instance_uuid(admin,
                                                         instance.uuid)
         spec.image = image_meta
-        request = nova_request.from_conductor_rebuild(
-            instance, image_meta, dict(instance.system_metadata), node,
-            is_volume_backed=bool(spec.is_bfv) if 'is_bfv' in spec else
-            False, orig_image_ref=instance.image_ref, request_spec=spec)
-        request = dataclasses.replace(
-            request, global_request_id=getattr(context, 'global_id', None))
+        request = nova_request.rebuild_request(
+            context, spec, image_meta, node.uuid, instance.host,
+            flavor=instance.flavor,
+            orig_sys_metadata=instance.system_metadata,
+            orig_image_ref=instance.image_ref)
         return engine.decide(request, conf=nova.conf.CONF)
-
-
-def _fault(code, message):
-    """A response shaped like nova's ``wsgi.Fault`` error documents."""
-    body = {_FAULT_NAMES[code]: {'code': code, 'message': message}}
-    return webob.Response(status=code, json_body=body,
-                          content_type='application/json', charset='UTF-8')

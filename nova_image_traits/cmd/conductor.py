@@ -110,7 +110,7 @@ def main():
         # NOTE(founders): to stderr now, and to nova's log once it is set up.
         hook.report_unsupported(e)
         _after_logging_setup(functools.partial(
-            hook.report_unsupported, e, again=True))
+            hook.report_unsupported, e))
     except Exception as e:
         sys.stderr.write('nova-image-traits-conductor: %s\n' % e)
         return 1

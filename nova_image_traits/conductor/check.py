@@ -23,11 +23,11 @@ thread, with :func:`remember`.
 """
 
 import contextlib
-import dataclasses
 import threading
 
 from oslo_log import log as logging
 
+from nova.compute import utils as compute_utils
 import nova.conf
 from nova import objects
 
@@ -43,59 +43,29 @@ LOG = logging.getLogger(__name__)
 # green thread gets its own storage. In threading mode it is the native
 # thread-local, which is what nova's RPC server threads need.
 _LOCAL = None
-_LOCAL_LOCK = threading.Lock()
-
-
-class Capture:
-    """What ``rebuild_instance`` was called with, for our check."""
-
-    __slots__ = ('instance_uuid', 'image_ref', 'orig_image_ref',
-                 'orig_sys_metadata', 'request_spec')
-
-    def __init__(self, instance_uuid, image_ref, orig_image_ref,
-                 orig_sys_metadata, request_spec):
-        self.instance_uuid = instance_uuid
-        self.image_ref = image_ref
-        self.orig_image_ref = orig_image_ref
-        self.orig_sys_metadata = orig_sys_metadata
-        self.request_spec = request_spec
 
 
 def prepare():
-    """Create the thread-local storage; :func:`.hook.install` calls it."""
+    """Create the thread-local storage.
+
+    :func:`.hook.install` calls it, under its lock, before it patches nova.
+    """
     global _LOCAL
-    with _LOCAL_LOCK:
-        if _LOCAL is None:
-            _LOCAL = threading.local()
+    if _LOCAL is None:
+        _LOCAL = threading.local()
 
 
 @contextlib.contextmanager
-def remember(capture):
-    """Keep ``capture`` for this thread while the block runs."""
-    prepare()
-    previous = getattr(_LOCAL, 'capture', None)
-    _LOCAL.capture = capture
+def remember(arguments):
+    """Keep the arguments of ``rebuild_instance`` while the block runs.
+
+    :param arguments: a dict of ``rebuild_instance``'s arguments by name
+    """
+    _LOCAL.rebuild = arguments
     try:
-        yield capture
+        yield
     finally:
-        _LOCAL.capture = previous
-
-
-def captured(instance, image_ref):
-    """Return the capture of this rebuild to ``image_ref``, or None."""
-    capture = getattr(_LOCAL, 'capture', None) if _LOCAL else None
-    if (capture is None or capture.instance_uuid != instance.uuid or
-            capture.image_ref != image_ref):
-        return None
-    return capture
-
-
-def _is_volume_backed(context, instance, capture):
-    spec = capture.request_spec if capture else None
-    if spec is not None and 'is_bfv' in spec:
-        return bool(spec.is_bfv)
-    from nova.compute import utils as compute_utils
-    return compute_utils.is_volume_backed_instance(context, instance)
+        _LOCAL.rebuild = None
 
 
 def validate_image_traits_for_rebuild(self, context, instance, image_ref):
@@ -109,31 +79,27 @@ def validate_image_traits_for_rebuild(self, context, instance, image_ref):
         instance fault
     """
     conf = nova.conf.CONF
-    capture = captured(instance, image_ref)
+    # Nova calls this only from rebuild_instance (compat checks that it
+    # does), which the hook wraps with remember().
+    rebuild = getattr(_LOCAL, 'rebuild', None) or {}
     try:
         image_meta = objects.ImageMeta.from_image_ref(
             context, self.image_api, image_ref)
-        image_props = nova_request.image_properties_from_image_meta(
-            image_meta)
-        if not image_props:
+        if not nova_request.image_properties_from_image_meta(image_meta):
             LOG.debug('New image %s requires no traits; rebuild allowed.',
                       image_ref, instance=instance)
             return
-        if capture is None:
-            LOG.debug('The original image of the rebuild is unknown to the '
-                      'image traits hook.', instance=instance)
         compute_node = objects.ComputeNode.get_by_host_and_nodename(
             context, instance.host, instance.node)
-        request = nova_request.from_conductor_rebuild(
-            instance, image_meta,
-            capture.orig_sys_metadata if capture else None,
-            compute_node,
-            is_volume_backed=_is_volume_backed(context, instance, capture),
-            orig_image_ref=capture.orig_image_ref if capture else None,
-            request_spec=capture.request_spec if capture else None)
-        gid = getattr(context, 'global_id', None)
-        if gid:
-            request = dataclasses.replace(request, global_request_id=gid)
+        spec = rebuild.get('request_spec')
+        request = nova_request.rebuild_request(
+            context, spec, image_meta, compute_node.uuid, instance.host,
+            flavor=instance.flavor,
+            orig_sys_metadata=rebuild.get('orig_sys_metadata'),
+            orig_image_ref=rebuild.get('orig_image_ref'),
+            is_volume_backed=(
+                None if 'is_bfv' in spec else
+                compute_utils.is_volume_backed_instance(context, instance)))
         decision = engine.decide(request, conf=conf)
     except Exception:
         # NOTE(founders): anything escaping from here other than NoValidHost
@@ -146,7 +112,7 @@ def validate_image_traits_for_rebuild(self, context, instance, image_ref):
                         '[image_traits] on_placement_error=accept.',
                         instance=instance)
             return
-        _refuse(context, instance, capture, _(
+        _refuse(context, instance, rebuild, _(
             'The image traits of the new image could not be checked because '
             'of an internal error.'))
 
@@ -155,16 +121,14 @@ def validate_image_traits_for_rebuild(self, context, instance, image_ref):
                   {'image': image_ref, 'reason': decision.user_reason()},
                   instance=instance)
         return
-    _refuse(context, instance, capture, decision.user_reason())
+    _refuse(context, instance, rebuild, decision.user_reason())
 
 
-def _refuse(context, instance, capture, reason):
+def _refuse(context, instance, rebuild, reason):
     # NOTE(founders): restored here, while task_state is still REBUILDING: once
     # nova's handler has set ERROR, another rebuild may already be on its way,
     # and restoring after it would undo that one.
-    restored = ()
-    if capture is not None:
-        restored = refusal.restore(context, instance.uuid,
-                                   capture.orig_sys_metadata,
-                                   capture.orig_image_ref)
+    restored = refusal.restore(context, instance.uuid,
+                               rebuild.get('orig_sys_metadata'),
+                               rebuild.get('orig_image_ref'))
     raise refusal.ImageTraitsRefused(restored=restored, reason=reason)

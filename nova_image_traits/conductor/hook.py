@@ -71,30 +71,18 @@ LOG = logging.getLogger(__name__)
 
 HookInstallError = compat.HookInstallError
 
-# The originals, while installed: {attribute name: function}.
-_ORIGINALS = {}
 _LOCK = threading.Lock()
 
-#: Why the hook could not be installed in this process, or None; set by
-#: :func:`report_unsupported` for status checks to read.
-UNSUPPORTED = None
 
-
-def report_unsupported(error, again=False):
-    """Record and log, once per process, that the hook is not active.
+def report_unsupported(error):
+    """Log that the hook is not active in this process.
 
     The conductor then runs with nova's own image traits check, which
-    :func:`install` left untouched.
+    :func:`install` left untouched. The launcher logs it twice: to stderr
+    at once, and again once nova has set up logging.
 
     :param error: the :class:`HookInstallError`
-    :param again: log it even if it was already, as the launcher does
-        once nova has set up logging (the first line went to stderr)
     """
-    global UNSUPPORTED
-    with _LOCK:
-        if UNSUPPORTED is not None and not again:
-            return
-        UNSUPPORTED = str(error)
     LOG.critical('%s The conductor starts with nova\'s own image traits '
                  'check on rebuild; nova-image-traits strategies are not '
                  'applied by the conductor. Set [image_traits] '
@@ -143,14 +131,11 @@ def install():
         nit_conf.register_opts(nova.conf.CONF)
         check.prepare()
         # NOTE(founders): unwrapped, should one of them still be ours.
-        originals = {name: compat.original(cls, name)
-                     for name in (compat.VALIDATE, compat.REBUILD)}
         setattr(cls, compat.REBUILD,
-                _wrap_rebuild(originals[compat.REBUILD]))
+                _wrap_rebuild(compat.original(cls, compat.REBUILD)))
         setattr(cls, compat.VALIDATE,
                 _mark(check.validate_image_traits_for_rebuild,
-                      originals[compat.VALIDATE]))
-        _ORIGINALS.update(originals)
+                      compat.original(cls, compat.VALIDATE)))
 
 
 def log_installed():
@@ -167,12 +152,11 @@ def log_installed():
 def uninstall():
     """Restore nova's own methods. Harmless when not installed."""
     with _LOCK:
-        if not _ORIGINALS:
-            return
-        cls = compat.manager_class()
-        for name, func in _ORIGINALS.items():
-            setattr(cls, name, func)
-        _ORIGINALS.clear()
+        if is_installed():
+            cls = compat.manager_class()
+            for name in (compat.VALIDATE, compat.REBUILD):
+                # Each of ours keeps nova's original under the marker.
+                setattr(cls, name, compat.original(cls, name))
 
 
 def _mark(func, original):
@@ -194,14 +178,8 @@ def _wrap_rebuild(original):
             # Let nova report the bad call the way it always did.
             return original(self, context, *args, **kwargs)
         arguments = arguments.arguments
-        instance = arguments.get('instance')
-        capture = check.Capture(
-            getattr(instance, 'uuid', None), arguments.get('image_ref'),
-            arguments.get('orig_image_ref'),
-            arguments.get('orig_sys_metadata'),
-            arguments.get('request_spec'))
         try:
-            with check.remember(capture):
+            with check.remember(arguments):
                 return original(self, context, *args, **kwargs)
         except refusal.ImageTraitsRefused as e:
             # NOTE(founders): nova has set the server to ERROR, rolled
@@ -209,8 +187,9 @@ def _wrap_rebuild(original):
             # restored the rest. Stop here: rebuild_instance is a cast, nobody
             # waits for the exception, and oslo.messaging would log a
             # traceback.
-            refusal.log_refusal(instance, capture.image_ref,
-                                capture.orig_image_ref, e)
+            refusal.log_refusal(arguments.get('instance'),
+                                arguments.get('image_ref'),
+                                arguments.get('orig_image_ref'), e)
             return None
 
     setattr(rebuild_instance, compat.MARKER, original)

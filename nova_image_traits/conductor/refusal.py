@@ -42,12 +42,11 @@ class ImageTraitsRefused(exception.NoValidHost):
         self.restored = tuple(restored)
 
 
-#: Instance fields nova's API takes from the new image before the cast
-#: (``_inherit_properties_from_image``, kernel and ramdisk), and the image
-#: properties they come from.
-_INHERITED = (('os_type', 'os_type'), ('architecture', 'architecture'),
-              ('vm_mode', 'vm_mode'), ('kernel_id', 'kernel_id'),
-              ('ramdisk_id', 'ramdisk_id'))
+#: Instance fields nova's API takes from the image properties of the same
+#: names before the cast (``_inherit_properties_from_image``, kernel and
+#: ramdisk).
+_INHERITED = ('os_type', 'architecture', 'vm_mode', 'kernel_id',
+              'ramdisk_id')
 
 
 def restore(context, instance_uuid, orig_sys_metadata, orig_image_ref):
@@ -81,8 +80,8 @@ def restore(context, instance_uuid, orig_sys_metadata, orig_image_ref):
         sysmeta.update({k: v for k, v in orig_sys_metadata.items()
                         if k.startswith(prefix)})
         inst.system_metadata = sysmeta
-        for field, prop in _INHERITED:
-            value = props.get(prop)
+        for field in _INHERITED:
+            value = props.get(field)
             if field in ('kernel_id', 'ramdisk_id'):
                 # NOTE(founders): as nova's API does
                 # (_handle_kernel_and_ramdisk).

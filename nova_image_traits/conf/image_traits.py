@@ -199,7 +199,3 @@ def register_opts(conf):
     group = cfg.OptGroup(GROUP.name, title=GROUP.title, help=GROUP.help)
     conf.register_group(group)
     conf.register_opts(ALL_OPTS, group=GROUP.name)
-
-
-def list_opts():
-    return {GROUP: ALL_OPTS}

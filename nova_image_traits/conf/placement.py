@@ -21,7 +21,6 @@ from keystoneauth1 import loading as ks_loading
 from oslo_config import cfg
 
 GROUP = 'placement'
-DEFAULT_SERVICE_TYPE = 'placement'
 
 
 def register_opts(conf):
@@ -37,6 +36,6 @@ def register_opts(conf):
     if 'valid_interfaces' not in conf[GROUP]:
         ks_loading.register_adapter_conf_options(
             conf, GROUP, include_deprecated=False)
-        conf.set_default('service_type', DEFAULT_SERVICE_TYPE, group=GROUP)
+        conf.set_default('service_type', 'placement', group=GROUP)
         conf.set_default('valid_interfaces', ['internal', 'public'],
                          group=GROUP)

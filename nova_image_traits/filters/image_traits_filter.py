@@ -33,8 +33,6 @@ in the request spec), so the ``reject`` strategy treats it as unknown; the
 conductor hook (:mod:`nova_image_traits.conductor.hook`) can see it.
 """
 
-import dataclasses
-
 from oslo_context import context as oslo_context
 from oslo_log import log as logging
 
@@ -90,9 +88,8 @@ class ImageTraitsFilter(filters.BaseHostFilter):
         # every host when the image requires traits (nothing can be verified),
         # pass them all otherwise (there is nothing to check).
         instance = getattr(spec_obj, 'instance_uuid', None)
-        image = spec_obj.image if 'image' in spec_obj else None
-        required = bool(image is not None and
-                        nova_request.image_properties_from_image_meta(image))
+        required = bool(nova_request.image_properties_from_image_meta(
+            spec_obj.image if 'image' in spec_obj else None))
         if required:
             action = 'refusing every host because the image requires traits'
         else:
@@ -122,14 +119,17 @@ class ImageTraitsFilter(filters.BaseHostFilter):
             return engine.fails_open(nova.conf.CONF)
 
     def _rebuild_passes(self, host_state, spec_obj):
-        request = nova_request.from_request_spec(spec_obj, host_state)
+        # By the time the scheduler runs, nova's API has already replaced
+        # the image of the request spec (and the instance's image system
+        # metadata) with the new one: the original image is unknown here.
+        request = nova_request.rebuild_request(
+            getattr(spec_obj, '_context', None) or oslo_context.get_current(),
+            spec_obj, spec_obj.image if 'image' in spec_obj else None,
+            host_state.uuid, host_state.host)
         if not request.image_properties:
             # Same shortcut as nova's own check: no required trait, nothing
             # to decide, no placement request.
             return True
-        gid = _global_request_id(spec_obj)
-        if gid:
-            request = dataclasses.replace(request, global_request_id=gid)
         decision = engine.decide(request, conf=nova.conf.CONF)
         if not decision.allowed:
             # NOTE(founders): at INFO, unlike other filters' rejections: in a
@@ -144,10 +144,7 @@ class ImageTraitsFilter(filters.BaseHostFilter):
 
 
 def _forced(spec_obj, field):
-    try:
-        return list(getattr(spec_obj, field, None) or [])
-    except Exception:
-        return []
+    return list(getattr(spec_obj, field) or []) if field in spec_obj else []
 
 
 def _is_real_rebuild(hosts, spec_obj):
@@ -171,10 +168,3 @@ def _is_real_rebuild(hosts, spec_obj):
     instances = getattr(host, 'instances', None) or {}
     instance = getattr(spec_obj, 'instance_uuid', None)
     return not instances or instance in instances
-
-
-def _global_request_id(spec_obj):
-    """Nova's global request id (``context.global_id``) of this request."""
-    ctx = getattr(spec_obj, '_context', None) or oslo_context.get_current()
-    return getattr(ctx, 'global_id', None) or getattr(
-        ctx, 'global_request_id', None)
