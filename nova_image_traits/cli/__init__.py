@@ -47,12 +47,15 @@ class UsageError(Exception):
 class CommandMixin:
     """Turn :class:`UsageError` into a one-line message and exit code 2.
 
-    Mix it in before cliff's ``Command``, ``Lister`` or ``ShowOne``.
+    Mix it in before cliff's ``Command``, ``Lister`` or ``ShowOne``. A
+    command whose output was written sets :attr:`exit_status` in
+    ``take_action`` when that output is bad news (a refusal, a failure).
     """
 
     def run(self, parsed_args):
+        self.exit_status = 0
         try:
-            return super().run(parsed_args)
+            return super().run(parsed_args) or self.exit_status
         except UsageError as e:
             self.app.stderr.write('%s: error: %s\n' % (self.app.NAME, e))
             return e.exit_code

@@ -63,13 +63,6 @@ class Audit(cli.CommandMixin, lister.Lister):
         nit_cloud.add_command_options(parser, self.app.argv)
         return parser
 
-    def run(self, parsed_args):
-        self.auditor = None
-        result = super().run(parsed_args)
-        if result == 0 and self.auditor and self.auditor.stats.failed:
-            return 1
-        return result
-
     def take_action(self, parsed_args):
         conf, names, cloud = nit_cloud.open_cloud('audit', self.app,
                                                   parsed_args)
@@ -101,6 +94,7 @@ class Audit(cli.CommandMixin, lister.Lister):
                 lambda: self._progress(parsed_args, total, cloud)))
         auditor.stats.requests = cloud.client.sent
         self._summary(time.monotonic() - started)
+        self.exit_status = 1 if auditor.stats.failed else 0
         return self.COLUMNS, rows
 
     def _progress(self, parsed_args, total, cloud):

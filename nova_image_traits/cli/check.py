@@ -27,10 +27,8 @@ from nova_image_traits import traits as nit_traits
 
 LOG = logging.getLogger(__name__)
 
-#: Exit codes of ``check``.
-EXIT_ACCEPT = 0
+#: Exit codes of ``check`` beyond 0 (accepted) and 2 (bad input).
 EXIT_ERROR = 1
-EXIT_USAGE = 2
 EXIT_REFUSE = 3
 #: The outcome shown for a rebuild with the server's current image.
 NOT_CHECKED = 'not checked'
@@ -50,15 +48,6 @@ class Check(cli.CommandMixin, lister.Lister):
 
     COLUMNS = ('Strategy', 'Outcome', 'Allowed', 'Fallback', 'Required',
                'Missing', 'Requests', 'Cause', 'Detail', 'Reason')
-
-    def run(self, parsed_args):
-        self.refused = self.errors = 0
-        result = super().run(parsed_args)
-        if result == 0 and self.errors:
-            return EXIT_ERROR
-        if result == 0 and self.refused:
-            return EXIT_REFUSE
-        return result
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
@@ -103,16 +92,15 @@ class Check(cli.CommandMixin, lister.Lister):
                  'provider %(rp)s) with image %(i)s',
                  {'s': target.server_id, 'h': target.host, 'n': target.node,
                   'rp': request.compute_node_uuid, 'i': image_id})
-        rows = []
-        for name in names:
-            d = cli.decide(request, conf, cloud.client, name,
-                           parsed_args.fallback_strategy)
-            if d.outcome == nit_decision.ERROR:
-                self.errors += 1
-            elif not d.allowed:
-                self.refused += 1
-            rows.append((d.strategy, d.outcome, d.allowed, d.fallback or '-',
-                         cli.join(d.required), cli.join(d.missing),
-                         d.requests, d.cause or '-', d.detail or '-',
-                         d.user_reason()))
-        return self.COLUMNS, rows
+        # The fallback strategy was set on conf by open_cloud.
+        decided = [cli.decide(request, conf, cloud.client, name)
+                   for name in names]
+        if any(d.outcome == nit_decision.ERROR for d in decided):
+            self.exit_status = EXIT_ERROR
+        elif not all(d.allowed for d in decided):
+            self.exit_status = EXIT_REFUSE
+        return self.COLUMNS, [
+            (d.strategy, d.outcome, d.allowed, d.fallback or '-',
+             cli.join(d.required), cli.join(d.missing), d.requests,
+             d.cause or '-', d.detail or '-', d.user_reason())
+            for d in decided]
