@@ -67,13 +67,6 @@ class AuditImages(cli.CommandMixin, lister.Lister):
         nit_cloud.add_cloud_options(parser, self.app.argv)
         return parser
 
-    def run(self, parsed_args):
-        self.unbootable = 0
-        result = super().run(parsed_args)
-        if result == 0 and self.unbootable:
-            return NO_HOST
-        return result
-
     def take_action(self, parsed_args):
         conf = cli.load_conf(parsed_args.config_file)
         conn = nit_cloud.connect(self.app, parsed_args)
@@ -88,11 +81,10 @@ class AuditImages(cli.CommandMixin, lister.Lister):
             raise cli.UsageError('no image with name or ID %s' % ', '.join(
                 sorted(missing)))
         nodes = self._compute_nodes(conn)
+        self.unbootable = 0
         client = placement.PlacementClient(conn.placement)
         session = client.start(TIMEOUT, conf.image_traits.max_url_length)
-        wanted = set()
-        for image in chosen:
-            wanted |= image.traits.required
+        wanted = set().union(*(i.traits.required for i in chosen))
         try:
             known = nit_images.known_traits(session, wanted)
             rows = [self._row(session, image, known, nodes)
@@ -103,6 +95,7 @@ class AuditImages(cli.CommandMixin, lister.Lister):
             'audit images: %d images, %d not bootable; %d compute nodes; '
             '%d placement requests\n' % (len(rows), self.unbootable,
                                          len(nodes), session.requests))
+        self.exit_status = NO_HOST if self.unbootable else 0
         return self.COLUMNS, rows
 
     @staticmethod

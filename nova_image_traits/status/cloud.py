@@ -87,7 +87,7 @@ def _names(images):
                             for i in images))
 
 
-def check_image_traits(conn, client, source='auto'):
+def check_image_traits(conn, client):
     """Do the traits that active images require exist in placement?
 
     One image listing, then one ``GET /traits?name=in:...`` for the union
@@ -100,14 +100,12 @@ def check_image_traits(conn, client, source='auto'):
     try:
         if isinstance(conn, Exception):
             raise conn
-        found = nit_images.list_images(conn, source)
+        found = nit_images.list_images(conn)
     except Exception as e:
         return Result(Code.WARNING, 'Cannot check the images: %s' % e)
     active = [i for i in nit_images.with_traits(found)
               if i.status == 'active']
-    wanted = set()
-    for image in active:
-        wanted |= image.traits.required
+    wanted = set().union(*(i.traits.required for i in active))
     invalid = [i for i in active if i.traits.invalid]
     try:
         if isinstance(client, Exception):
