@@ -89,7 +89,7 @@ class Auditor:
             if not target.host or not target.node:
                 return self._skip(server, 'not on a host')
             if target.volume_backed:
-                return self._skip(server, names,
+                return self._skip(server,
                                   'boots from a volume: no image to check')
             try:
                 image_id, props = cloud.image(target.image_id)
@@ -107,9 +107,7 @@ class Auditor:
             LOG.warning('Cannot audit server %(s)s: %(e)s',
                         {'s': server.id, 'e': e})
             self.stats.failed += 1
-            return [(server.id, server.name, server.compute_host or '-',
-                     getattr(server.image, 'id', None) or '-', name,
-                     nit_decision.ERROR, '-', str(e)) for name in names]
+            return self._rows(server, nit_decision.ERROR, str(e))
         rows, failed = [], False
         for name in names:
             key = None
@@ -150,6 +148,10 @@ class Auditor:
 
     def _skip(self, server, why):
         self.stats.skipped += 1
+        return self._rows(server, SKIPPED, why)
+
+    def _rows(self, server, outcome, why):
+        """The rows of a server no strategy judged."""
         return [(server.id, server.name, server.compute_host or '-',
-                 getattr(server.image, 'id', None) or '-', name, SKIPPED,
+                 getattr(server.image, 'id', None) or '-', name, outcome,
                  '-', why) for name in self.names]
