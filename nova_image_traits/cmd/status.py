@@ -24,6 +24,7 @@ when they set an ``auth_type``, or else with its ``[placement]`` ones (nova's
 service user), through the catalog's image service.
 """
 
+import functools
 import sys
 
 from keystoneauth1 import loading as ks_loading
@@ -60,38 +61,23 @@ class Checks(upgradecheck.UpgradeCommands):
         self._connection = connection
         self._proc = proc
         self._uids = uids
-        # Built on first use, once per run.
-        self._client = self._conductors = None
 
-    # -- what the checks share ------------------------------------------
+    # -- what the checks share, built on first use ----------------------
 
+    @functools.cached_property
     def client(self):
         """The placement client from ``[placement]``, or why there is none."""
-        if self._client is None:
-            try:
-                self._client = placement.get_client(self.conf, cloud.TIMEOUT)
-            except exception.PlacementError as e:
-                self._client = e
-            except Exception as e:
-                self._client = exception.PlacementUnreachable(
-                    url='[placement]', why='%s: %s' % (type(e).__name__, e))
-        return self._client
+        try:
+            return placement.get_client(self.conf, cloud.TIMEOUT)
+        except exception.PlacementError as e:
+            return e
+        except Exception as e:
+            return exception.PlacementUnreachable(
+                url='[placement]', why='%s: %s' % (type(e).__name__, e))
 
+    @functools.cached_property
     def conductors(self):
-        if self._conductors is None:
-            self._conductors = conductor.find(self._proc, self._uids)
-        return self._conductors
-
-    def connection(self):
-        """The connection to read images with, or why there is none."""
-        if self._connection is None:
-            try:
-                self._connection = _connect(self.conf)
-            except Exception as e:
-                self._connection = RuntimeError(
-                    'cannot authenticate to read images: %s: %s' % (
-                        type(e).__name__, e))
-        return self._connection
+        return conductor.find(self._proc, self._uids)
 
     # -- the checks -----------------------------------------------------
 
@@ -106,14 +92,14 @@ class Checks(upgradecheck.UpgradeCommands):
         return result
 
     def _check_placement(self):
-        return cloud.check_placement(self.conf, self.client())
+        return cloud.check_placement(self.conf, self.client)
 
     def _check_filter(self):
-        hooked = any(c.hooked for c in self.conductors())
+        hooked = any(c.hooked for c in self.conductors)
         return config.check_filter(self.conf, hooked_conductor=hooked)
 
     def _check_conductor(self):
-        found = self.conductors()
+        found = self.conductors
         hooked = [c.pid for c in found if c.hooked]
         plain = [c.pid for c in found if not c.hooked]
         code, details = Code.SUCCESS, []
@@ -153,7 +139,15 @@ class Checks(upgradecheck.UpgradeCommands):
         return Result(code, ' '.join(details))
 
     def _check_image_traits(self):
-        return cloud.check_image_traits(self.connection(), self.client())
+        """Read the images with the connection, or say why there is none."""
+        conn = self._connection
+        if conn is None:
+            try:
+                conn = _connect(self.conf)
+            except Exception as e:
+                conn = RuntimeError('cannot authenticate to read images: '
+                                    '%s: %s' % (type(e).__name__, e))
+        return cloud.check_image_traits(conn, self.client)
 
     _upgrade_checks = (
         ('[image_traits] options', _check_options),
