@@ -92,7 +92,7 @@ class Auditor:
                 return self._skip(server,
                                   'boots from a volume: no image to check')
             try:
-                image_id, props = cloud.image(target.image_id)
+                image_id, props = cloud.images.get(target.image_id)
             except nit_cloud.ImageNotFound:
                 return self._skip(server, 'its image %s was deleted: '
                                   'nothing to compare with'
@@ -135,11 +135,8 @@ class Auditor:
         if not node:
             return
         cloud = self.cloud
-        opts = self.conf.image_traits
-        session = cloud.client.start(opts.decision_timeout,
-                                     opts.max_url_length)
         try:
-            cloud.client.index_node(session, cloud.node_provider(node))
+            cloud.client.index_node(cloud.session(), cloud.node_provider(node))
         except (nit_cloud.LookupFailed, exception.PlacementError) as e:
             # NOTE(founders): each server's decision then reads placement
             # itself and reports the failure in its own row.

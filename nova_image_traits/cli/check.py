@@ -67,7 +67,7 @@ class Check(cli.CommandMixin, lister.Lister):
                 'Server %s has no host or hypervisor hostname: it is not on '
                 'a host, or the caller is not an administrator'
                 % target.server_id)
-        image_id, props = cloud.image(parsed_args.image)
+        image_id, props = cloud.images.get(parsed_args.image)
         if image_id == target.image_id:
             # NOTE(founders): nova's conductor checks image traits only when
             # the image changes (orig_image_ref != image_ref).
@@ -79,7 +79,7 @@ class Check(cli.CommandMixin, lister.Lister):
         original = None
         if target.image_id:
             try:
-                original = cloud.image(target.image_id)[1]
+                original = cloud.images.get(target.image_id)[1]
             except nit_cloud.LookupFailed as e:
                 # The reject strategy then judges by the flavor alone.
                 LOG.warning('Cannot read the current image of server '

@@ -226,32 +226,25 @@ class Cloud:
 
         :raises LookupFailed: when placement has no such provider
         """
-        if node not in self._nodes:
-            self._nodes[node] = self._lookup_node(node)
-        found = self._nodes[node]
-        if isinstance(found, LookupFailed):
-            raise found
-        return found
+        return nit_images.remember(self._nodes, node, self._lookup_node)
+
+    def session(self):
+        """A placement session, bounded as a decision's is."""
+        opts = self._conf.image_traits
+        return self.client.start(opts.decision_timeout, opts.max_url_length)
 
     def _lookup_node(self, node):
-        opts = self._conf.image_traits
-        session = self.client.start(opts.decision_timeout,
-                                    opts.max_url_length)
         try:
-            body = session.get('/resource_providers', [('name', node)],
-                               version='1.14')
+            body = self.session().get('/resource_providers',
+                                      [('name', node)], version='1.14')
         except exception.PlacementError as e:
-            return LookupFailed('Cannot read the resource provider of node '
-                                '%s: %s' % (node, e.message))
+            raise LookupFailed('Cannot read the resource provider of node '
+                               '%s: %s' % (node, e.message))
         found = body.get('resource_providers') or []
         if len(found) != 1 or not isinstance(found[0], dict):
-            return LookupFailed('Placement has no resource provider named '
-                                '%s' % node)
+            raise LookupFailed('Placement has no resource provider named '
+                               '%s' % node)
         return str(found[0].get('uuid'))
-
-    def image(self, name_or_id):
-        """Return ``(id, properties)`` of an image; cached."""
-        return self.images.get(name_or_id)
 
     def request(self, target, image_props, original_props, lookup=True):
         """The :class:`RebuildRequest` for ``target`` and an image.
