@@ -179,10 +179,8 @@ def register_opts(conf, checks):
     """Register every option the command reads, and its sub-command."""
     nit_conf.register_opts(conf)
     config.register_opts(conf)
-    conf.register_group(cfg.OptGroup('glance'))
-    if 'auth_type' not in conf.glance:
-        ks_loading.register_session_conf_options(conf, 'glance')
-        ks_loading.register_auth_conf_options(conf, 'glance')
+    ks_loading.register_session_conf_options(conf, 'glance')
+    ks_loading.register_auth_conf_options(conf, 'glance')
 
     def add_parsers(subparsers):
         upgrade = subparsers.add_parser('upgrade')
