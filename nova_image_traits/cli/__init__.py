@@ -144,13 +144,9 @@ def describe_conf(conf):
 
 def selected_strategies(parsed_args, conf, default_all=False):
     """Return the strategies a command was asked to run, in order."""
-    chosen = list(parsed_args.strategy)
-    if not chosen:
-        return list(STRATEGIES) if default_all else [
-            conf.image_traits.strategy]
-    if ALL in chosen:
-        return list(STRATEGIES)
-    return list(dict.fromkeys(chosen))
+    chosen = parsed_args.strategy or (
+        [ALL] if default_all else [conf.image_traits.strategy])
+    return list(STRATEGIES) if ALL in chosen else list(dict.fromkeys(chosen))
 
 
 def decide(request, conf, client, strategy, fallback=None):
@@ -171,14 +167,12 @@ def can_share(strategy, conf):
     Only ``allocation_traits`` reads the server's own allocations; a
     decision that may fall back to it cannot be shared either.
     """
-    fallback = conf.image_traits.fallback_strategy
-    return strategy not in PER_SERVER and fallback not in PER_SERVER
+    return not PER_SERVER & {strategy, conf.image_traits.fallback_strategy}
 
 
-def join(values, empty='-'):
-    """Render a set of names as a sorted, comma-separated cell."""
-    values = sorted(values or ())
-    return ', '.join(values) if values else empty
+def join(values):
+    """Render a set of names as a sorted, comma-separated cell, or -."""
+    return ', '.join(sorted(values)) or '-'
 
 
 def _cut(text):
