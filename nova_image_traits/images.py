@@ -78,28 +78,23 @@ def list_images(conn, source='auto'):
 
 
 def _from_compute(conn):
-    compute = conn.compute
-    found, marker = [], None
+    found, query = [], {'limit': 1000}
     while True:
-        query = {'limit': 1000}
-        if marker:
-            query['marker'] = marker
         url = '/images/detail?' + urllib.parse.urlencode(query)
-        resp = compute.get(url, microversion=IMAGE_PROXY_VERSION,
-                           raise_exc=False)
+        resp = conn.compute.get(url, microversion=IMAGE_PROXY_VERSION,
+                                raise_exc=False)
         if resp.status_code != 200:
             raise ImagesUnavailable(
                 "cannot list images through nova's image API (GET %s at "
                 'compute microversion %s): HTTP %s' % (
                     url, IMAGE_PROXY_VERSION, resp.status_code))
         page = resp.json().get('images') or []
-        for i in page:
-            found.append(_image(i['id'], i.get('name'),
-                                str(i.get('status', '')).lower(),
-                                i.get('metadata')))
+        found += [_image(i['id'], i.get('name'),
+                         str(i.get('status', '')).lower(), i.get('metadata'))
+                  for i in page]
         if len(page) < query['limit']:
             return found
-        marker = page[-1]['id']
+        query['marker'] = page[-1]['id']
 
 
 def with_traits(images, wanted=()):

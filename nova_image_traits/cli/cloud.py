@@ -73,10 +73,8 @@ def connect(app, parsed_args):
         return app.connection
     import openstack.config
     import openstack.connection
-    before = getattr(app.options, 'os_cloud', None)
-    if before and not getattr(parsed_args, 'os_cloud', None):
-        # The cloud was named before the command.
-        parsed_args.os_cloud = before
+    # The cloud may be named before the command.
+    parsed_args.os_cloud = parsed_args.os_cloud or app.options.os_cloud
     region = openstack.config.OpenStackConfig().get_one(argparse=parsed_args)
     return openstack.connection.Connection(config=region,
                                            app_name='nova-image-traits')

@@ -41,6 +41,9 @@ MAX_URL_LENGTH = 65536
 
 
 def start(client):
+    """A session of ``client``, or raise ``client``: why there is none."""
+    if isinstance(client, Exception):
+        raise client
     return client.start(TIMEOUT, MAX_URL_LENGTH)
 
 
@@ -54,8 +57,6 @@ def check_placement(conf, client):
     opts = conf.image_traits
     names = list(dict.fromkeys([opts.strategy, opts.fallback_strategy]))
     try:
-        if isinstance(client, Exception):
-            raise client
         top = start(client).max_version()
     except exception.PlacementError as e:
         return Result(Code.FAILURE, 'Placement does not answer (from '
@@ -108,8 +109,6 @@ def check_image_traits(conn, client):
     wanted = set().union(*(i.traits.required for i in active))
     invalid = [i for i in active if i.traits.invalid]
     try:
-        if isinstance(client, Exception):
-            raise client
         known = nit_images.known_traits(start(client), wanted)
     except exception.PlacementError as e:
         return Result(Code.WARNING, 'Cannot check the traits of %d active '
