@@ -110,9 +110,14 @@ class Audit(cli.CommandMixin, lister.Lister):
                 rows.extend(self._audit(server, shared))
                 self.stats.servers += 1
                 self._progress(parsed_args.progress_every, total)
-        self.stats.requests = cloud.client.sent
-        self._summary(time.monotonic() - started)
-        self.exit_status = 1 if self.stats.failed else 0
+        s = self.stats
+        s.requests = cloud.client.sent
+        self.app.stderr.write(
+            'audit: %d servers on %d nodes: %d failed, %d skipped; %d '
+            'decisions made, %d shared; %d placement requests in %.1f s\n'
+            % (s.servers, s.nodes, s.failed, s.skipped, s.decisions,
+               s.shared, s.requests, time.monotonic() - started))
+        self.exit_status = 1 if s.failed else 0
         return self.COLUMNS, rows
 
     @staticmethod
@@ -213,11 +218,3 @@ class Audit(cli.CommandMixin, lister.Lister):
                 'requests so far\n' % (
                     done, total, self.stats.failed, self.cloud.client.sent))
             self.app.stderr.flush()
-
-    def _summary(self, elapsed):
-        s = self.stats
-        self.app.stderr.write(
-            'audit: %d servers on %d nodes: %d failed, %d skipped; %d '
-            'decisions made, %d shared; %d placement requests in %.1f s\n'
-            % (s.servers, s.nodes, s.failed, s.skipped, s.decisions,
-               s.shared, s.requests, elapsed))

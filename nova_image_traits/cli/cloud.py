@@ -190,9 +190,9 @@ class Cloud:
 
     def check_host(self, host):
         """Raise :class:`LookupFailed` unless ``host`` runs nova-compute."""
-        services = list(self.conn.compute.services(binary='nova-compute',
-                                                   host=host))
-        if not [s for s in services if s.host == host]:
+        # Nova matches host and binary exactly.
+        if not list(self.conn.compute.services(binary='nova-compute',
+                                               host=host)):
             raise LookupFailed('No nova-compute service on host %s' % host)
 
     def target(self, server):

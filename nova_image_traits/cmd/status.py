@@ -99,10 +99,13 @@ class Checks(upgradecheck.UpgradeCommands):
         return config.check_filter(self.conf, hooked_conductor=hooked)
 
     def _check_conductor(self):
-        found = self.conductors
-        hooked = [c.pid for c in found if c.hooked]
-        plain = [c.pid for c in found if not c.hooked]
-        code, details = Code.SUCCESS, []
+        hooked = [c.pid for c in self.conductors if c.hooked]
+        plain = [c.pid for c in self.conductors if not c.hooked]
+        filtered = (config.FILTER_NAME in
+                    self.conf.filter_scheduler.enabled_filters)
+        # A warning when some conductor runs nova's own check.
+        warn = plain and (hooked or not filtered)
+        code, details = Code.WARNING if warn else Code.SUCCESS, []
         try:
             from nova_image_traits.conductor import hook
             version = hook.verify()
@@ -115,7 +118,6 @@ class Checks(upgradecheck.UpgradeCommands):
             code = Code.FAILURE
             details.append('%s' % e.message)
         if hooked and plain:
-            code = max(code, Code.WARNING)
             details.append(
                 'Conductors %s run nova-image-traits-conductor but %s run '
                 'nova-conductor without the hook: rebuilds they receive '
@@ -124,10 +126,6 @@ class Checks(upgradecheck.UpgradeCommands):
             details.append('Conductors %s run nova-image-traits-conductor.'
                            % _pids(hooked))
         elif plain:
-            filtered = (config.FILTER_NAME in
-                        self.conf.filter_scheduler.enabled_filters)
-            if not filtered:
-                code = max(code, Code.WARNING)
             details.append(
                 'Conductors %s run nova-conductor without the hook%s.' % (
                     _pids(plain), '; ImageTraitsFilter decides' if filtered
