@@ -144,19 +144,18 @@ class Audit(cli.CommandMixin, lister.Lister):
         """Return the rows of one server, sharing decisions per node."""
         cloud, conf = self.cloud, self.conf
         try:
-            target = cloud.target(server)
-            if not target.host or not target.node:
+            current = nit_cloud.image_id(server)
+            if not server.compute_host or not server.hypervisor_hostname:
                 return self._skip(server, 'not on a host')
-            if target.volume_backed:
+            if current is None:
                 return self._skip(server,
                                   'boots from a volume: no image to check')
             try:
-                image_id, props = cloud.images.get(target.image_id)
+                image_id, props = cloud.images.get(current)
             except nit_cloud.ImageNotFound:
                 return self._skip(server, 'its image %s was deleted: '
-                                  'nothing to compare with'
-                                  % target.image_id)
-            request = cloud.request(target, props, props)
+                                  'nothing to compare with' % current)
+            request = cloud.request(server, props, props)
         except nit_cloud.ServiceUnavailable:
             # NOTE(founders): every further server would fail the same way.
             raise
@@ -172,7 +171,7 @@ class Audit(cli.CommandMixin, lister.Lister):
             key = None
             if cli.can_share(name, conf):
                 key = (name, request.compute_node_uuid, image_id,
-                       _flavor_key(target.flavor))
+                       _flavor_key(request.flavor))
             decision = shared.get(key) if key else None
             if decision is None:
                 decision = cli.decide(request, conf, cloud.client, name)
@@ -182,7 +181,7 @@ class Audit(cli.CommandMixin, lister.Lister):
             else:
                 self.stats.shared += 1
             failed = failed or not decision.allowed
-            rows.append((target.server_id, target.name, target.host,
+            rows.append((server.id, server.name, server.compute_host,
                          image_id, name, decision.outcome,
                          cli.join(decision.missing),
                          cli.short_reason(decision)))
@@ -207,7 +206,7 @@ class Audit(cli.CommandMixin, lister.Lister):
     def _rows(self, server, outcome, why):
         """The rows of a server no strategy judged."""
         return [(server.id, server.name, server.compute_host or '-',
-                 getattr(server.image, 'id', None) or '-', name, outcome,
+                 nit_cloud.image_id(server) or '-', name, outcome,
                  '-', why) for name in self.names]
 
     def _progress(self, every, total):

@@ -61,14 +61,14 @@ class Check(cli.CommandMixin, lister.Lister):
     def take_action(self, parsed_args):
         conf, names, cloud = nit_cloud.open_cloud('check', self.app,
                                                   parsed_args)
-        target = cloud.target(cloud.find_server(parsed_args.server))
-        if not target.host or not target.node:
+        server = cloud.find_server(parsed_args.server)
+        if not server.compute_host or not server.hypervisor_hostname:
             raise nit_cloud.LookupFailed(
                 'Server %s has no host or hypervisor hostname: it is not on '
-                'a host, or the caller is not an administrator'
-                % target.server_id)
+                'a host, or the caller is not an administrator' % server.id)
+        current = nit_cloud.image_id(server)
         image_id, props = cloud.images.get(parsed_args.image)
-        if image_id == target.image_id:
+        if image_id == current:
             # NOTE(founders): nova's conductor checks image traits only when
             # the image changes (orig_image_ref != image_ref).
             reason = ('not checked: same image (a rebuild with the '
@@ -77,20 +77,21 @@ class Check(cli.CommandMixin, lister.Lister):
                 (name, NOT_CHECKED, True, '-', '-', '-', 0, 'same-image',
                  '-', reason) for name in names]
         original = None
-        if target.image_id:
+        if current:
             try:
-                original = cloud.images.get(target.image_id)[1]
+                original = cloud.images.get(current)[1]
             except nit_cloud.LookupFailed as e:
                 # The reject strategy then judges by the flavor alone.
                 LOG.warning('Cannot read the current image of server '
-                            '%(s)s: %(e)s', {'s': target.server_id, 'e': e})
+                            '%(s)s: %(e)s', {'s': server.id, 'e': e})
         wanted = nit_traits.image_traits(props)
-        request = cloud.request(target, props, original,
+        request = cloud.request(server, props, original,
                                 lookup=bool(wanted.required and
                                             not wanted.invalid))
         LOG.info('Checking a rebuild of server %(s)s on %(h)s (node %(n)s, '
                  'provider %(rp)s) with image %(i)s',
-                 {'s': target.server_id, 'h': target.host, 'n': target.node,
+                 {'s': server.id, 'h': server.compute_host,
+                  'n': server.hypervisor_hostname,
                   'rp': request.compute_node_uuid, 'i': image_id})
         # The fallback strategy was set on conf by open_cloud.
         decided = [cli.decide(request, conf, cloud.client, name)
