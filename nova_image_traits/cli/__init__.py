@@ -175,13 +175,6 @@ def join(values):
     return ', '.join(sorted(values)) or '-'
 
 
-def _cut(text):
-    text = ' '.join(str(text).split())
-    if len(text) > _REASON_LIMIT:
-        text = text[:_REASON_LIMIT - 3] + '...'
-    return text
-
-
 def _first_sentence(text):
     return re.split(r'(?<=[.?!])\s', str(text).strip(), maxsplit=1)[0]
 
@@ -215,4 +208,6 @@ def short_reason(decision):
     if decision.fallback:
         text = '%s inconclusive (%s); %s' % (
             decision.strategy, first.split(':')[0], text)
-    return _cut(text)
+    text = ' '.join(text.split())
+    return text if len(text) <= _REASON_LIMIT else (
+        text[:_REASON_LIMIT - 3] + '...')
