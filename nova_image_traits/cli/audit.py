@@ -168,18 +168,16 @@ class Audit(cli.CommandMixin, lister.Lister):
             return self._rows(server, nit_decision.ERROR, str(e))
         rows, failed = [], False
         for name in self.names:
-            key = None
-            if cli.can_share(name, conf):
-                key = (name, request.compute_node_uuid, image_id,
-                       _flavor_key(request.flavor))
-            decision = shared.get(key) if key else None
-            if decision is None:
-                decision = cli.decide(request, conf, cloud.client, name)
-                self.stats.decisions += 1
-                if key:
-                    shared[key] = decision
-            else:
+            # What the servers of the node alike share, or this one's own.
+            key = (name, request.compute_node_uuid, image_id,
+                   _flavor_key(request.flavor)) if cli.can_share(
+                       name, conf) else (name, server.id)
+            if key in shared:
                 self.stats.shared += 1
+            else:
+                shared[key] = cli.decide(request, conf, cloud.client, name)
+                self.stats.decisions += 1
+            decision = shared[key]
             failed = failed or not decision.allowed
             rows.append((server.id, server.name, server.compute_host,
                          image_id, name, decision.outcome,

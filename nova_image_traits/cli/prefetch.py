@@ -123,14 +123,13 @@ class CachingClient:
                   {'n': len(by_consumer), 'p': len(providers), 'root': root})
 
     def _provider_allocations(self, session, uuid):
-        held = self._held.get(uuid)
-        if held is None:
+        if uuid not in self._held:
             url = '/resource_providers/%s/allocations' % placement.quote(
                 uuid)
-            held = placement.require(session.get(url, version='1.0').get(
-                'allocations'), dict, url, 'allocations')
-            self._held[uuid] = held
-        return held
+            self._held[uuid] = placement.require(session.get(
+                url, version='1.0').get('allocations'), dict, url,
+                'allocations')
+        return self._held[uuid]
 
     @staticmethod
     def _uuids(body):

@@ -59,10 +59,10 @@ class Checks(upgradecheck.UpgradeCommands):
         super().__init__()
         self.conf = conf
         self._connection = connection
-        self._proc = proc
-        self._uids = uids
+        #: The conductor processes of this host.
+        self.conductors = conductor.find(proc, uids)
 
-    # -- what the checks share, built on first use ----------------------
+    # -- what the checks share -----------------------------------------
 
     @functools.cached_property
     def client(self):
@@ -74,10 +74,6 @@ class Checks(upgradecheck.UpgradeCommands):
         except Exception as e:
             return exception.PlacementUnreachable(
                 url='[placement]', why='%s: %s' % (type(e).__name__, e))
-
-    @functools.cached_property
-    def conductors(self):
-        return conductor.find(self._proc, self._uids)
 
     # -- the checks -----------------------------------------------------
 
