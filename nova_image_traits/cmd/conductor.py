@@ -83,17 +83,16 @@ def _after_logging_setup(report):
 def main():
     try:
         hook.install()
-    except hook.HookInstallError as e:
-        if on_unsupported_nova(sys.argv[1:]) == 'refuse_to_start':
+    except Exception as e:
+        # Only a nova the hook does not fit may start with nova's own check.
+        if not isinstance(e, hook.HookInstallError) or on_unsupported_nova(
+                sys.argv[1:]) == 'refuse_to_start':
             sys.stderr.write('nova-image-traits-conductor: %s\n' % e)
             return 1
         # NOTE(founders): to stderr now, and to nova's log once it is set up.
         hook.report_unsupported(e)
         _after_logging_setup(functools.partial(
             hook.report_unsupported, e, again=True))
-    except Exception as e:
-        sys.stderr.write('nova-image-traits-conductor: %s\n' % e)
-        return 1
     else:
         _after_logging_setup(hook.log_installed)
     return nova_conductor.main()
