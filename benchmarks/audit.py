@@ -145,7 +145,7 @@ def run_once(module, cloud, path, strategy, servers, hosts):
     seconds = time.perf_counter() - started
     records = cloud.recorded()
     outcomes = collections.Counter(row[5] for row in rows)
-    stats = command.auditor.stats
+    stats = command.stats
     return {'strategy': strategy, 'servers': servers, 'hosts': hosts,
             'requests': len(records), 'counted': stats.requests,
             'decisions': stats.decisions, 'seconds': seconds,

@@ -78,28 +78,23 @@ def list_images(conn, source='auto'):
 
 
 def _from_compute(conn):
-    compute = conn.compute
-    found, marker = [], None
+    found, query = [], {'limit': 1000}
     while True:
-        query = {'limit': 1000}
-        if marker:
-            query['marker'] = marker
         url = '/images/detail?' + urllib.parse.urlencode(query)
-        resp = compute.get(url, microversion=IMAGE_PROXY_VERSION,
-                           raise_exc=False)
+        resp = conn.compute.get(url, microversion=IMAGE_PROXY_VERSION,
+                                raise_exc=False)
         if resp.status_code != 200:
             raise ImagesUnavailable(
                 "cannot list images through nova's image API (GET %s at "
                 'compute microversion %s): HTTP %s' % (
                     url, IMAGE_PROXY_VERSION, resp.status_code))
         page = resp.json().get('images') or []
-        for i in page:
-            found.append(_image(i['id'], i.get('name'),
-                                str(i.get('status', '')).lower(),
-                                i.get('metadata')))
+        found += [_image(i['id'], i.get('name'),
+                         str(i.get('status', '')).lower(), i.get('metadata'))
+                  for i in page]
         if len(page) < query['limit']:
             return found
-        marker = page[-1]['id']
+        query['marker'] = page[-1]['id']
 
 
 def with_traits(images, wanted=()):
@@ -141,22 +136,26 @@ class ServiceUnavailable(LookupFailed):
     """A service did not answer; every further request would fail too."""
 
 
-def _check_proxy_answer(resp, name_or_id, found=True):
-    """Raise :class:`ServiceUnavailable` unless ``resp`` is a 404.
+def remember(cache, key, lookup):
+    """Return ``lookup(key)``, looked up once: its answer or its failure.
 
-    :param found: whether a 404 is acceptable (a name, not an ID)
+    :raises LookupFailed: what ``lookup`` raised, the first time or again
     """
-    if found and resp.status_code == 404:
-        return
-    raise ServiceUnavailable(
-        "Nova's image API (GET %s, compute microversion %s) answered HTTP "
-        '%s for image %s: the image service may be down' % (
-            urllib.parse.urlsplit(resp.request.url).path,
-            IMAGE_PROXY_VERSION, resp.status_code, name_or_id))
+    if key not in cache:
+        try:
+            cache[key] = lookup(key)
+        except LookupFailed as e:
+            cache[key] = e
+    if isinstance(cache[key], LookupFailed):
+        raise cache[key]
+    return cache[key]
 
 
 class ImageSource:
     """Image properties, read once each.
+
+    A missing image is remembered too: a deleted image costs one lookup
+    per audit.
 
     :param conn: an ``openstack.connection.Connection``
     :param source: one of :data:`SOURCES`
@@ -169,20 +168,10 @@ class ImageSource:
 
     def get(self, name_or_id):
         """Return ``(id, properties)`` of an image; cached."""
-        if name_or_id not in self._images:
-            try:
-                if self.source == 'image':
-                    found = self._from_image_service(name_or_id)
-                else:
-                    found = self._from_compute(name_or_id)
-            except ImageNotFound as e:
-                # Cached: a deleted image costs one lookup per audit.
-                self._images[name_or_id] = e
-                raise
-            self._images[name_or_id] = self._images[found[0]] = found
-        found = self._images[name_or_id]
-        if isinstance(found, LookupFailed):
-            raise found
+        found = remember(self._images, name_or_id,
+                         self._from_image_service if self.source == 'image'
+                         else self._from_compute)
+        self._images.setdefault(found[0], found)
         return found
 
     def _from_image_service(self, name_or_id):
@@ -197,24 +186,35 @@ class ImageSource:
             raise ImageNotFound('No image with name or ID %s' % name_or_id)
         return image.id, dict(image.properties or {})
 
+    def _get(self, url, name_or_id, missing_ok=False):
+        """GET ``url`` from nova's image API; an error means it is down.
+
+        :param missing_ok: whether a 404 is an answer (an ID, not a name)
+        :raises ServiceUnavailable: on any other status than 200
+        """
+        resp = self.conn.compute.get(url, microversion=IMAGE_PROXY_VERSION,
+                                     raise_exc=False)
+        if resp.status_code != 200 and not (
+                missing_ok and resp.status_code == 404):
+            raise ServiceUnavailable(
+                "Nova's image API (GET %s, compute microversion %s) answered "
+                'HTTP %s for image %s: the image service may be down' % (
+                    urllib.parse.urlsplit(resp.request.url).path,
+                    IMAGE_PROXY_VERSION, resp.status_code, name_or_id))
+        return resp
+
     def _from_compute(self, name_or_id):
-        compute = self.conn.compute
-        resp = compute.get('/images/%s' % urllib.parse.quote(
-            name_or_id, safe=''), microversion=IMAGE_PROXY_VERSION,
-            raise_exc=False)
+        resp = self._get('/images/%s' % urllib.parse.quote(
+            name_or_id, safe=''), name_or_id, missing_ok=True)
         if resp.status_code == 200:
             image = resp.json()['image']
         else:
-            _check_proxy_answer(resp, name_or_id)
-            resp = compute.get('/images/detail?' + urllib.parse.urlencode(
-                {'name': name_or_id}), microversion=IMAGE_PROXY_VERSION,
-                raise_exc=False)
-            if resp.status_code != 200:
-                _check_proxy_answer(resp, name_or_id, found=False)
-            images = resp.json().get('images', [])
+            resp = self._get('/images/detail?' + urllib.parse.urlencode(
+                {'name': name_or_id}), name_or_id)
             # NOTE(founders): filter again: not every image backend honours
             # ?name=.
-            images = [i for i in images if i.get('name') == name_or_id]
+            images = [i for i in resp.json().get('images', [])
+                      if i.get('name') == name_or_id]
             if len(images) > 1:
                 raise LookupFailed('More than one image with name %s '
                                    "(nova's image API)" % name_or_id)

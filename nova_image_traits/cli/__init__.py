@@ -47,12 +47,15 @@ class UsageError(Exception):
 class CommandMixin:
     """Turn :class:`UsageError` into a one-line message and exit code 2.
 
-    Mix it in before cliff's ``Command``, ``Lister`` or ``ShowOne``.
+    Mix it in before cliff's ``Command``, ``Lister`` or ``ShowOne``. A
+    command whose output was written sets :attr:`exit_status` in
+    ``take_action`` when that output is bad news (a refusal, a failure).
     """
 
     def run(self, parsed_args):
+        self.exit_status = 0
         try:
-            return super().run(parsed_args)
+            return super().run(parsed_args) or self.exit_status
         except UsageError as e:
             self.app.stderr.write('%s: error: %s\n' % (self.app.NAME, e))
             return e.exit_code
@@ -141,13 +144,9 @@ def describe_conf(conf):
 
 def selected_strategies(parsed_args, conf, default_all=False):
     """Return the strategies a command was asked to run, in order."""
-    chosen = list(parsed_args.strategy)
-    if not chosen:
-        return list(STRATEGIES) if default_all else [
-            conf.image_traits.strategy]
-    if ALL in chosen:
-        return list(STRATEGIES)
-    return list(dict.fromkeys(chosen))
+    chosen = parsed_args.strategy or (
+        [ALL] if default_all else [conf.image_traits.strategy])
+    return list(STRATEGIES) if ALL in chosen else list(dict.fromkeys(chosen))
 
 
 def decide(request, conf, client, strategy, fallback=None):
@@ -168,21 +167,12 @@ def can_share(strategy, conf):
     Only ``allocation_traits`` reads the server's own allocations; a
     decision that may fall back to it cannot be shared either.
     """
-    fallback = conf.image_traits.fallback_strategy
-    return strategy not in PER_SERVER and fallback not in PER_SERVER
+    return not PER_SERVER & {strategy, conf.image_traits.fallback_strategy}
 
 
-def join(values, empty='-'):
-    """Render a set of names as a sorted, comma-separated cell."""
-    values = sorted(values or ())
-    return ', '.join(values) if values else empty
-
-
-def _cut(text):
-    text = ' '.join(str(text).split())
-    if len(text) > _REASON_LIMIT:
-        text = text[:_REASON_LIMIT - 3] + '...'
-    return text
+def join(values):
+    """Render a set of names as a sorted, comma-separated cell, or -."""
+    return ', '.join(sorted(values)) or '-'
 
 
 def _first_sentence(text):
@@ -218,4 +208,6 @@ def short_reason(decision):
     if decision.fallback:
         text = '%s inconclusive (%s); %s' % (
             decision.strategy, first.split(':')[0], text)
-    return _cut(text)
+    text = ' '.join(text.split())
+    return text if len(text) <= _REASON_LIMIT else (
+        text[:_REASON_LIMIT - 3] + '...')

@@ -19,25 +19,51 @@ strategy would change.
 
 Cost. The servers are listed once (paginated) and grouped by compute node.
 Each node's resource provider is looked up once. A decision is then made
-once per (node, image, flavor) and shared by every server with that
-combination, because every strategy but ``allocation_traits`` decides from
-those alone. ``allocation_traits`` reads each server's own allocations; for
-it, the allocations held on the node's providers and its shared pools are
-read once per node (:mod:`nova_image_traits.cli.prefetch`), and provider
-traits once per audit, so its cost too grows with nodes and their
-providers, not servers.
+once per (node, image, flavor) and shared by every server of the node with
+that combination, because every strategy but ``allocation_traits`` decides
+from those alone (:func:`nova_image_traits.cli.can_share`).
+``allocation_traits`` reads each server's own allocations; for it, the
+allocations held on the node's providers and its shared pools are read once
+per node (:mod:`nova_image_traits.cli.prefetch`), and provider traits once
+per audit, so its cost too grows with nodes and their providers, not
+servers.
 """
 
 import collections
+import dataclasses
 import time
 
 from cliff import lister
 from openstack import exceptions as openstack_exc
+from oslo_log import log as logging
 
 from nova_image_traits import cli
-from nova_image_traits.cli import auditor as nit_auditor
 from nova_image_traits.cli import cloud as nit_cloud
 from nova_image_traits.cli import prefetch
+from nova_image_traits import decision as nit_decision
+from nova_image_traits import exception
+
+LOG = logging.getLogger(__name__)
+
+SKIPPED = 'skipped'
+
+
+@dataclasses.dataclass
+class Stats:
+    """What an audit did, for the summary line."""
+    servers: int = 0
+    nodes: int = 0
+    failed: int = 0
+    skipped: int = 0
+    decisions: int = 0
+    shared: int = 0
+    requests: int = 0
+
+
+def _flavor_key(flavor):
+    return (flavor.vcpus, flavor.memory_mb, flavor.root_gb,
+            flavor.ephemeral_gb, flavor.swap,
+            tuple(sorted(flavor.extra_specs.items())))
 
 
 class Audit(cli.CommandMixin, lister.Lister):
@@ -63,27 +89,48 @@ class Audit(cli.CommandMixin, lister.Lister):
         nit_cloud.add_command_options(parser, self.app.argv)
         return parser
 
-    def run(self, parsed_args):
-        self.auditor = None
-        result = super().run(parsed_args)
-        if result == 0 and self.auditor and self.auditor.stats.failed:
-            return 1
-        return result
-
     def take_action(self, parsed_args):
-        conf, names, cloud = nit_cloud.open_cloud('audit', self.app,
-                                                  parsed_args)
+        self.conf, self.names, cloud = nit_cloud.open_cloud(
+            'audit', self.app, parsed_args)
         cloud.client = prefetch.CachingClient(cloud.client)
-        self.auditor = auditor = nit_auditor.Auditor(cloud, conf, names)
         started = time.monotonic()
-        nodes = collections.defaultdict(list)
-        if parsed_args.host:
+        self.cloud, self.stats = cloud, Stats()
+        nodes = self._by_node(cloud, parsed_args.host)
+        total = sum(len(group) for group in nodes.values())
+        # Unscheduled servers (no host, no node) are not on a node.
+        self.stats.nodes = len([key for key in nodes if key[1]])
+        per_server = not all(cli.can_share(n, self.conf) for n in self.names)
+        rows = []
+        for (_host, node), servers in sorted(nodes.items()):
+            if per_server and node:
+                self._index(node)
+            # Decisions shared by the servers of this node only.
+            shared = {}
+            for server in servers:
+                rows.extend(self._audit(server, shared))
+                self.stats.servers += 1
+                self._progress(parsed_args.progress_every, total)
+        s = self.stats
+        s.requests = cloud.client.sent
+        self.app.stderr.write(
+            'audit: %d servers on %d nodes: %d failed, %d skipped; %d '
+            'decisions made, %d shared; %d placement requests in %.1f s\n'
+            % (s.servers, s.nodes, s.failed, s.skipped, s.decisions,
+               s.shared, s.requests, time.monotonic() - started))
+        self.exit_status = 1 if s.failed else 0
+        return self.COLUMNS, rows
+
+    @staticmethod
+    def _by_node(cloud, host):
+        """The servers to audit, by (compute host, hypervisor hostname)."""
+        if host:
             try:
-                cloud.check_host(parsed_args.host)
+                cloud.check_host(host)
             except nit_cloud.LookupFailed as e:
                 raise cli.UsageError(str(e))
+        nodes = collections.defaultdict(list)
         try:
-            for server in cloud.servers(parsed_args.host):
+            for server in cloud.servers(host):
                 nodes[(server.compute_host or '',
                        server.hypervisor_hostname or '')].append(server)
         except openstack_exc.ForbiddenException as e:
@@ -91,33 +138,80 @@ class Audit(cli.CommandMixin, lister.Lister):
                 'audit reads the servers of every project and their hosts, '
                 'which needs an administrator: the compute API answered '
                 '403 (%s)' % e.details)
-        total = sum(len(group) for group in nodes.values())
-        # Unscheduled servers (no host, no node) are not on a node.
-        auditor.stats.nodes = len([key for key in nodes if key[1]])
-        rows = []
-        for (_host, node), servers in sorted(nodes.items()):
-            rows.extend(auditor.node(
-                node, servers,
-                lambda: self._progress(parsed_args, total, cloud)))
-        auditor.stats.requests = cloud.client.sent
-        self._summary(time.monotonic() - started)
-        return self.COLUMNS, rows
+        return nodes
 
-    def _progress(self, parsed_args, total, cloud):
-        every = parsed_args.progress_every
-        stats = self.auditor.stats
-        done = stats.servers
+    def _audit(self, server, shared):
+        """Return the rows of one server, sharing decisions per node."""
+        cloud, conf = self.cloud, self.conf
+        try:
+            current = nit_cloud.image_id(server)
+            if not server.compute_host or not server.hypervisor_hostname:
+                return self._skip(server, 'not on a host')
+            if current is None:
+                return self._skip(server,
+                                  'boots from a volume: no image to check')
+            try:
+                image_id, props = cloud.images.get(current)
+            except nit_cloud.ImageNotFound:
+                return self._skip(server, 'its image %s was deleted: '
+                                  'nothing to compare with' % current)
+            request = cloud.request(server, props, props)
+        except nit_cloud.ServiceUnavailable:
+            # NOTE(founders): every further server would fail the same way.
+            raise
+        except Exception as e:
+            # NOTE(founders): one unreadable server must not end a long audit;
+            # it is reported as an error row and makes the exit code 1.
+            LOG.warning('Cannot audit server %(s)s: %(e)s',
+                        {'s': server.id, 'e': e})
+            self.stats.failed += 1
+            return self._rows(server, nit_decision.ERROR, str(e))
+        rows, failed = [], False
+        for name in self.names:
+            # What the servers of the node alike share, or this one's own.
+            key = (name, request.compute_node_uuid, image_id,
+                   _flavor_key(request.flavor)) if cli.can_share(
+                       name, conf) else (name, server.id)
+            if key in shared:
+                self.stats.shared += 1
+            else:
+                shared[key] = cli.decide(request, conf, cloud.client, name)
+                self.stats.decisions += 1
+            decision = shared[key]
+            failed = failed or not decision.allowed
+            rows.append((server.id, server.name, server.compute_host,
+                         image_id, name, decision.outcome,
+                         cli.join(decision.missing),
+                         cli.short_reason(decision)))
+        self.stats.failed += 1 if failed else 0
+        return rows
+
+    def _index(self, node):
+        """Read the allocations of a node's providers, for every server."""
+        cloud = self.cloud
+        try:
+            cloud.client.index_node(cloud.session(), cloud.node_provider(node))
+        except (nit_cloud.LookupFailed, exception.PlacementError) as e:
+            # NOTE(founders): each server's decision then reads placement
+            # itself and reports the failure in its own row.
+            LOG.warning('Cannot index the allocations of node %(n)s: %(e)s',
+                        {'n': node, 'e': e})
+
+    def _skip(self, server, why):
+        self.stats.skipped += 1
+        return self._rows(server, SKIPPED, why)
+
+    def _rows(self, server, outcome, why):
+        """The rows of a server no strategy judged."""
+        return [(server.id, server.name, server.compute_host or '-',
+                 nit_cloud.image_id(server) or '-', name, outcome,
+                 '-', why) for name in self.names]
+
+    def _progress(self, every, total):
+        done = self.stats.servers
         if every > 0 and done % every == 0 and done < total:
             self.app.stderr.write(
                 'audit: %d/%d servers checked, %d failed, %d placement '
                 'requests so far\n' % (
-                    done, total, stats.failed, cloud.client.sent))
+                    done, total, self.stats.failed, self.cloud.client.sent))
             self.app.stderr.flush()
-
-    def _summary(self, elapsed):
-        s = self.auditor.stats
-        self.app.stderr.write(
-            'audit: %d servers on %d nodes: %d failed, %d skipped; %d '
-            'decisions made, %d shared; %d placement requests in %.1f s\n'
-            % (s.servers, s.nodes, s.failed, s.skipped, s.decisions,
-               s.shared, s.requests, elapsed))

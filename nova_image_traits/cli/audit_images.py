@@ -67,13 +67,6 @@ class AuditImages(cli.CommandMixin, lister.Lister):
         nit_cloud.add_cloud_options(parser, self.app.argv)
         return parser
 
-    def run(self, parsed_args):
-        self.unbootable = 0
-        result = super().run(parsed_args)
-        if result == 0 and self.unbootable:
-            return NO_HOST
-        return result
-
     def take_action(self, parsed_args):
         conf = cli.load_conf(parsed_args.config_file)
         conn = nit_cloud.connect(self.app, parsed_args)
@@ -87,35 +80,32 @@ class AuditImages(cli.CommandMixin, lister.Lister):
         if missing:
             raise cli.UsageError('no image with name or ID %s' % ', '.join(
                 sorted(missing)))
-        nodes = self._compute_nodes(conn)
+        try:
+            # The hypervisor hostnames, which name the nodes' providers.
+            nodes = {h.name for h in conn.compute.hypervisors()}
+        except Exception as e:
+            raise cli.UsageError('cannot list compute nodes (GET '
+                                 '/os-hypervisors, needs an administrator)'
+                                 ': %s: %s' % (type(e).__name__, e))
         client = placement.PlacementClient(conn.placement)
         session = client.start(TIMEOUT, conf.image_traits.max_url_length)
-        wanted = set()
-        for image in chosen:
-            wanted |= image.traits.required
+        wanted = set().union(*(i.traits.required for i in chosen))
         try:
             known = nit_images.known_traits(session, wanted)
             rows = [self._row(session, image, known, nodes)
                     for image in chosen]
         except exception.PlacementError as e:
             raise cli.UsageError('placement: %s' % e.message)
+        unbootable = len([row for row in rows if row[-1] == 'no'])
         self.app.stderr.write(
             'audit images: %d images, %d not bootable; %d compute nodes; '
-            '%d placement requests\n' % (len(rows), self.unbootable,
-                                         len(nodes), session.requests))
+            '%d placement requests\n' % (len(rows), unbootable, len(nodes),
+                                         session.requests))
+        self.exit_status = NO_HOST if unbootable else 0
         return self.COLUMNS, rows
 
-    @staticmethod
-    def _compute_nodes(conn):
-        """The hypervisor hostnames, which name the nodes' providers."""
-        try:
-            return {h.name for h in conn.compute.hypervisors()}
-        except Exception as e:
-            raise cli.UsageError('cannot list compute nodes (GET '
-                                 '/os-hypervisors, needs an administrator)'
-                                 ': %s: %s' % (type(e).__name__, e))
-
-    def _row(self, session, image, known, nodes):
+    @classmethod
+    def _row(cls, session, image, known, nodes):
         required = image.traits.required
         unknown = required - known
         invalid = [prop for prop, _why in image.traits.invalid]
@@ -124,9 +114,7 @@ class AuditImages(cli.CommandMixin, lister.Lister):
         elif not required:
             hosts = len(nodes)
         else:
-            hosts = self._count_roots(session, required, nodes)
-        if not hosts:
-            self.unbootable += 1
+            hosts = cls._count_roots(session, required, nodes)
         return (image.id, image.name or '-', image.status or '-',
                 cli.join(required), cli.join(invalid), cli.join(unknown),
                 hosts, 'yes' if hosts else 'no')

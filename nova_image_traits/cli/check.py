@@ -27,10 +27,8 @@ from nova_image_traits import traits as nit_traits
 
 LOG = logging.getLogger(__name__)
 
-#: Exit codes of ``check``.
-EXIT_ACCEPT = 0
+#: Exit codes of ``check`` beyond 0 (accepted) and 2 (bad input).
 EXIT_ERROR = 1
-EXIT_USAGE = 2
 EXIT_REFUSE = 3
 #: The outcome shown for a rebuild with the server's current image.
 NOT_CHECKED = 'not checked'
@@ -51,15 +49,6 @@ class Check(cli.CommandMixin, lister.Lister):
     COLUMNS = ('Strategy', 'Outcome', 'Allowed', 'Fallback', 'Required',
                'Missing', 'Requests', 'Cause', 'Detail', 'Reason')
 
-    def run(self, parsed_args):
-        self.refused = self.errors = 0
-        result = super().run(parsed_args)
-        if result == 0 and self.errors:
-            return EXIT_ERROR
-        if result == 0 and self.refused:
-            return EXIT_REFUSE
-        return result
-
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
         parser.add_argument('server', metavar='SERVER',
@@ -72,14 +61,14 @@ class Check(cli.CommandMixin, lister.Lister):
     def take_action(self, parsed_args):
         conf, names, cloud = nit_cloud.open_cloud('check', self.app,
                                                   parsed_args)
-        target = cloud.target(cloud.find_server(parsed_args.server))
-        if not target.host or not target.node:
+        server = cloud.find_server(parsed_args.server)
+        if not server.compute_host or not server.hypervisor_hostname:
             raise nit_cloud.LookupFailed(
                 'Server %s has no host or hypervisor hostname: it is not on '
-                'a host, or the caller is not an administrator'
-                % target.server_id)
-        image_id, props = cloud.image(parsed_args.image)
-        if image_id == target.image_id:
+                'a host, or the caller is not an administrator' % server.id)
+        current = nit_cloud.image_id(server)
+        image_id, props = cloud.images.get(parsed_args.image)
+        if image_id == current:
             # NOTE(founders): nova's conductor checks image traits only when
             # the image changes (orig_image_ref != image_ref).
             reason = ('not checked: same image (a rebuild with the '
@@ -88,31 +77,31 @@ class Check(cli.CommandMixin, lister.Lister):
                 (name, NOT_CHECKED, True, '-', '-', '-', 0, 'same-image',
                  '-', reason) for name in names]
         original = None
-        if target.image_id:
+        if current:
             try:
-                original = cloud.image(target.image_id)[1]
+                original = cloud.images.get(current)[1]
             except nit_cloud.LookupFailed as e:
                 # The reject strategy then judges by the flavor alone.
                 LOG.warning('Cannot read the current image of server '
-                            '%(s)s: %(e)s', {'s': target.server_id, 'e': e})
+                            '%(s)s: %(e)s', {'s': server.id, 'e': e})
         wanted = nit_traits.image_traits(props)
-        request = cloud.request(target, props, original,
+        request = cloud.request(server, props, original,
                                 lookup=bool(wanted.required and
                                             not wanted.invalid))
         LOG.info('Checking a rebuild of server %(s)s on %(h)s (node %(n)s, '
                  'provider %(rp)s) with image %(i)s',
-                 {'s': target.server_id, 'h': target.host, 'n': target.node,
+                 {'s': server.id, 'h': server.compute_host,
+                  'n': server.hypervisor_hostname,
                   'rp': request.compute_node_uuid, 'i': image_id})
-        rows = []
-        for name in names:
-            d = cli.decide(request, conf, cloud.client, name,
-                           parsed_args.fallback_strategy)
-            if d.outcome == nit_decision.ERROR:
-                self.errors += 1
-            elif not d.allowed:
-                self.refused += 1
-            rows.append((d.strategy, d.outcome, d.allowed, d.fallback or '-',
-                         cli.join(d.required), cli.join(d.missing),
-                         d.requests, d.cause or '-', d.detail or '-',
-                         d.user_reason()))
-        return self.COLUMNS, rows
+        # The fallback strategy was set on conf by open_cloud.
+        decided = [cli.decide(request, conf, cloud.client, name)
+                   for name in names]
+        if any(d.outcome == nit_decision.ERROR for d in decided):
+            self.exit_status = EXIT_ERROR
+        elif not all(d.allowed for d in decided):
+            self.exit_status = EXIT_REFUSE
+        return self.COLUMNS, [
+            (d.strategy, d.outcome, d.allowed, d.fallback or '-',
+             cli.join(d.required), cli.join(d.missing), d.requests,
+             d.cause or '-', d.detail or '-', d.user_reason())
+            for d in decided]

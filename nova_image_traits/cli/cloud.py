@@ -24,8 +24,6 @@ no placement works while placement is down, and an outage is reported in
 one line naming the service, its URL and the error.
 """
 
-import collections
-
 from nova_image_traits import cli
 from nova_image_traits import exception
 from nova_image_traits import flavor as nit_flavor
@@ -38,16 +36,9 @@ ImageNotFound = nit_images.ImageNotFound
 ServiceUnavailable = nit_images.ServiceUnavailable
 
 
-Target = collections.namedtuple('Target', [
-    'server_id', 'name', 'host', 'node', 'flavor', 'image_id',
-    'volume_backed'])
-Target.__doc__ = """A server as the commands see it: where and what it is.
-
-:ivar host: the compute service host, None when the server has none
-:ivar node: the hypervisor hostname, which names the node's provider
-:ivar flavor: the :class:`~nova_image_traits.flavor.Flavor`
-:ivar image_id: the current image, None for a volume-backed server
-"""
+def image_id(server):
+    """The current image of an SDK server; None when it boots from a volume."""
+    return getattr(server.image, 'id', None) or None
 
 
 def add_cloud_options(parser, argv):
@@ -73,10 +64,8 @@ def connect(app, parsed_args):
         return app.connection
     import openstack.config
     import openstack.connection
-    before = getattr(app.options, 'os_cloud', None)
-    if before and not getattr(parsed_args, 'os_cloud', None):
-        # The cloud was named before the command.
-        parsed_args.os_cloud = before
+    # The cloud may be named before the command.
+    parsed_args.os_cloud = parsed_args.os_cloud or app.options.os_cloud
     region = openstack.config.OpenStackConfig().get_one(argparse=parsed_args)
     return openstack.connection.Connection(config=region,
                                            app_name='nova-image-traits')
@@ -192,19 +181,10 @@ class Cloud:
 
     def check_host(self, host):
         """Raise :class:`LookupFailed` unless ``host`` runs nova-compute."""
-        services = list(self.conn.compute.services(binary='nova-compute',
-                                                   host=host))
-        if not [s for s in services if s.host == host]:
+        # Nova matches host and binary exactly.
+        if not list(self.conn.compute.services(binary='nova-compute',
+                                               host=host)):
             raise LookupFailed('No nova-compute service on host %s' % host)
-
-    def target(self, server):
-        """Return the :class:`Target` of an SDK server."""
-        image = getattr(server.image, 'id', None) or None
-        return Target(server_id=server.id, name=server.name,
-                      host=server.compute_host,
-                      node=server.hypervisor_hostname,
-                      flavor=self.flavor(server), image_id=image,
-                      volume_backed=image is None)
 
     def flavor(self, server):
         """The server's flavor, embedded since compute API 2.47."""
@@ -226,43 +206,37 @@ class Cloud:
 
         :raises LookupFailed: when placement has no such provider
         """
-        if node not in self._nodes:
-            self._nodes[node] = self._lookup_node(node)
-        found = self._nodes[node]
-        if isinstance(found, LookupFailed):
-            raise found
-        return found
+        return nit_images.remember(self._nodes, node, self._lookup_node)
+
+    def session(self):
+        """A placement session, bounded as a decision's is."""
+        opts = self._conf.image_traits
+        return self.client.start(opts.decision_timeout, opts.max_url_length)
 
     def _lookup_node(self, node):
-        opts = self._conf.image_traits
-        session = self.client.start(opts.decision_timeout,
-                                    opts.max_url_length)
         try:
-            body = session.get('/resource_providers', [('name', node)],
-                               version='1.14')
+            body = self.session().get('/resource_providers',
+                                      [('name', node)], version='1.14')
         except exception.PlacementError as e:
-            return LookupFailed('Cannot read the resource provider of node '
-                                '%s: %s' % (node, e.message))
+            raise LookupFailed('Cannot read the resource provider of node '
+                               '%s: %s' % (node, e.message))
         found = body.get('resource_providers') or []
         if len(found) != 1 or not isinstance(found[0], dict):
-            return LookupFailed('Placement has no resource provider named '
-                                '%s' % node)
+            raise LookupFailed('Placement has no resource provider named '
+                               '%s' % node)
         return str(found[0].get('uuid'))
 
-    def image(self, name_or_id):
-        """Return ``(id, properties)`` of an image; cached."""
-        return self.images.get(name_or_id)
-
-    def request(self, target, image_props, original_props, lookup=True):
-        """The :class:`RebuildRequest` for ``target`` and an image.
+    def request(self, server, image_props, original_props, lookup=True):
+        """The :class:`RebuildRequest` of an SDK server and an image.
 
         :param lookup: whether to look up the node's provider; a request
             for an image that requires no valid trait needs none
         """
         return nit_request.RebuildRequest(
-            instance_uuid=target.server_id,
-            compute_node_uuid=self.node_provider(target.node) if lookup
-            else None,
-            image_properties=image_props, flavor=target.flavor,
+            instance_uuid=server.id,
+            compute_node_uuid=self.node_provider(server.hypervisor_hostname)
+            if lookup else None,
+            image_properties=image_props, flavor=self.flavor(server),
             original_image_properties=original_props,
-            is_volume_backed=target.volume_backed, host=target.host)
+            is_volume_backed=image_id(server) is None,
+            host=server.compute_host)

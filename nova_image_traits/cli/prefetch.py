@@ -32,7 +32,6 @@ import re
 
 from oslo_log import log as logging
 
-from nova_image_traits import exception
 from nova_image_traits import placement
 
 LOG = logging.getLogger(__name__)
@@ -56,7 +55,8 @@ class _Cached:
 class CachingClient:
     """A placement client that reuses what an audit has already read.
 
-    It stands in for :class:`~nova_image_traits.placement.PlacementClient`.
+    It stands in for :class:`~nova_image_traits.placement.PlacementClient`:
+    what it does not answer itself (the microversion) is the client's.
 
     :param client: the client that really talks to placement
     :ivar sent: the requests really sent to placement
@@ -68,15 +68,12 @@ class CachingClient:
         self._answers = {}
         self._held = {}
 
+    def __getattr__(self, name):
+        return getattr(self._client, name)
+
     def start(self, timeout, max_url_length, **kwargs):
         return placement.PlacementSession(self, timeout, max_url_length,
                                           **kwargs)
-
-    def max_version(self, session, ttl=None):
-        return self._client.max_version(session, ttl)
-
-    def forget_version(self):
-        self._client.forget_version()
 
     def request(self, url, version, deadline, limit,
                 global_request_id=None):
@@ -126,21 +123,17 @@ class CachingClient:
                   {'n': len(by_consumer), 'p': len(providers), 'root': root})
 
     def _provider_allocations(self, session, uuid):
-        held = self._held.get(uuid)
-        if held is None:
+        if uuid not in self._held:
             url = '/resource_providers/%s/allocations' % placement.quote(
                 uuid)
-            held = placement.require(session.get(url, version='1.0').get(
-                'allocations'), dict, url, 'allocations')
-            self._held[uuid] = held
-        return held
+            self._held[uuid] = placement.require(session.get(
+                url, version='1.0').get('allocations'), dict, url,
+                'allocations')
+        return self._held[uuid]
 
     @staticmethod
     def _uuids(body):
-        found = body.get('resource_providers')
-        if not isinstance(found, list):
-            raise exception.PlacementMalformedResponse(
-                method='GET', url='/resource_providers',
-                why='resource_providers is not a list')
+        found = placement.require(body.get('resource_providers'), list,
+                                  '/resource_providers', 'resource_providers')
         return [str(rp['uuid']) for rp in found
                 if isinstance(rp, dict) and rp.get('uuid')]

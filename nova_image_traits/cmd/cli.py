@@ -11,9 +11,8 @@
 # under the License.
 """``nova-image-traits``: compare strategies, check and audit servers.
 
-A cliff application. Commands come from the entry point namespace
-``nova_image_traits.cli``; the built-in ones are also registered directly,
-so that a source tree works before its metadata is regenerated.
+A cliff application. Its commands are the entry points of the namespace
+``nova_image_traits.cli`` (setup.cfg).
 """
 
 import importlib.metadata
@@ -24,18 +23,6 @@ from cliff import app
 from cliff import commandmanager
 
 from nova_image_traits import cli
-from nova_image_traits.cli import audit
-from nova_image_traits.cli import audit_images
-from nova_image_traits.cli import check
-from nova_image_traits.cli import simulate
-
-#: The built-in commands, as their entry points name them.
-COMMANDS = {
-    'simulate': simulate.Simulate,
-    'check': check.Check,
-    'audit': audit.Audit,
-    'audit images': audit_images.AuditImages,
-}
 
 #: Console log level per ``-q``/``-v`` count. Decision lines are INFO.
 _LEVELS = {0: logging.ERROR, 1: logging.WARNING, 2: logging.INFO}
@@ -46,23 +33,6 @@ _QUIET = {'keystoneauth': logging.WARNING, 'stevedore': logging.WARNING,
           'urllib3': logging.WARNING, 'openstack': logging.ERROR,
           'placement': logging.WARNING, 'oslo_policy': logging.WARNING,
           'oslo_db': logging.WARNING, 'alembic': logging.WARNING}
-
-
-class CommandManager(commandmanager.CommandManager):
-    """Commands from the entry points, plus any built-in one missing."""
-
-    def __init__(self):
-        super().__init__(cli.NAMESPACE)
-        for name, factory in COMMANDS.items():
-            if name not in self.commands:
-                self.add_command(name, factory)
-
-
-def _version():
-    try:
-        return importlib.metadata.version('nova-image-traits')
-    except importlib.metadata.PackageNotFoundError:  # pragma: no cover
-        return 'unknown'
 
 
 class NovaImageTraitsApp(app.App):
@@ -84,7 +54,8 @@ class NovaImageTraitsApp(app.App):
         self._levels = {}
         super().__init__(
             description=__doc__.strip().splitlines()[0].replace('``', ''),
-            version=_version(), command_manager=CommandManager(),
+            version=importlib.metadata.version('nova-image-traits'),
+            command_manager=commandmanager.CommandManager(cli.NAMESPACE),
             stdin=stdin, stdout=stdout, stderr=stderr, deferred_help=True)
 
     def build_option_parser(self, description, version,

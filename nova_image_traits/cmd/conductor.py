@@ -27,53 +27,34 @@ service starts.
 # of nova or of ours is imported.
 from nova.cmd import conductor as nova_conductor
 
+import argparse
 import functools
 import sys
 
+from oslo_config import cfg
 from oslo_log import log as oslo_logging
 
-
-def install_hook():
-    """Install the conductor rebuild hook; what :func:`main` does first.
-
-    :raises nova_image_traits.conductor.hook.HookInstallError: when the
-        hook cannot be installed into this nova
-    """
-    from nova_image_traits.conductor import hook
-    hook.install()
-    return hook
-
-
-def _config_locations(argv):
-    """The ``--config-file`` and ``--config-dir`` values in ``argv``."""
-    found = {'--config-file': [], '--config-dir': []}
-    args = list(argv)
-    for i, arg in enumerate(args):
-        for name, values in found.items():
-            if arg == name and i + 1 < len(args):
-                values.append(args[i + 1])
-            elif arg.startswith(name + '='):
-                values.append(arg[len(name) + 1:])
-    return found['--config-file'], found['--config-dir']
+from nova_image_traits.conductor import hook
+from nova_image_traits.conf import image_traits as image_traits_conf
 
 
 def on_unsupported_nova(argv):
     """Read ``[image_traits] hook_on_unsupported_nova`` as nova would.
 
     Nova parses its configuration only inside its own ``main()``, so the
-    option is read here from the same files with a private ConfigOpts.
-    The default is returned when they cannot be read: nova will report
-    the problem itself.
+    option is read here from the same files (``argv``'s ``--config-file``
+    and ``--config-dir``) with a private ConfigOpts. The default is
+    returned when they cannot be read: nova will report the problem itself.
     """
-    from oslo_config import cfg
-
-    from nova_image_traits.conf import image_traits as image_traits_conf
+    parser = argparse.ArgumentParser(add_help=False, exit_on_error=False)
+    parser.add_argument('--config-file', action='append')
+    parser.add_argument('--config-dir', action='append')
     conf = cfg.ConfigOpts()
     image_traits_conf.register_opts(conf)
-    files, dirs = _config_locations(argv)
     try:
-        conf(args=[], project='nova', default_config_files=files or None,
-             default_config_dirs=dirs or None)
+        found, _nova_args = parser.parse_known_args(argv)
+        conf(args=[], project='nova', default_config_files=found.config_file,
+             default_config_dirs=found.config_dir)
         return conf.image_traits.hook_on_unsupported_nova
     except Exception:
         return 'run_nova_check'
@@ -100,20 +81,18 @@ def _after_logging_setup(report):
 
 
 def main():
-    from nova_image_traits.conductor import hook
     try:
-        install_hook()
-    except hook.HookInstallError as e:
-        if on_unsupported_nova(sys.argv[1:]) == 'refuse_to_start':
+        hook.install()
+    except Exception as e:
+        # Only a nova the hook does not fit may start with nova's own check.
+        if not isinstance(e, hook.HookInstallError) or on_unsupported_nova(
+                sys.argv[1:]) == 'refuse_to_start':
             sys.stderr.write('nova-image-traits-conductor: %s\n' % e)
             return 1
         # NOTE(founders): to stderr now, and to nova's log once it is set up.
         hook.report_unsupported(e)
         _after_logging_setup(functools.partial(
             hook.report_unsupported, e))
-    except Exception as e:
-        sys.stderr.write('nova-image-traits-conductor: %s\n' % e)
-        return 1
     else:
         _after_logging_setup(hook.log_installed)
     return nova_conductor.main()

@@ -24,6 +24,7 @@ when they set an ``auth_type``, or else with its ``[placement]`` ones (nova's
 service user), through the catalog's image service.
 """
 
+import functools
 import sys
 
 from keystoneauth1 import loading as ks_loading
@@ -58,40 +59,21 @@ class Checks(upgradecheck.UpgradeCommands):
         super().__init__()
         self.conf = conf
         self._connection = connection
-        self._proc = proc
-        self._uids = uids
-        # Built on first use, once per run.
-        self._client = self._conductors = None
+        #: The conductor processes of this host.
+        self.conductors = conductor.find(proc, uids)
 
-    # -- what the checks share ------------------------------------------
+    # -- what the checks share -----------------------------------------
 
+    @functools.cached_property
     def client(self):
         """The placement client from ``[placement]``, or why there is none."""
-        if self._client is None:
-            try:
-                self._client = placement.get_client(self.conf, cloud.TIMEOUT)
-            except exception.PlacementError as e:
-                self._client = e
-            except Exception as e:
-                self._client = exception.PlacementUnreachable(
-                    url='[placement]', why='%s: %s' % (type(e).__name__, e))
-        return self._client
-
-    def conductors(self):
-        if self._conductors is None:
-            self._conductors = conductor.find(self._proc, self._uids)
-        return self._conductors
-
-    def connection(self):
-        """The connection to read images with, or why there is none."""
-        if self._connection is None:
-            try:
-                self._connection = _connect(self.conf)
-            except Exception as e:
-                self._connection = RuntimeError(
-                    'cannot authenticate to read images: %s: %s' % (
-                        type(e).__name__, e))
-        return self._connection
+        try:
+            return placement.get_client(self.conf, cloud.TIMEOUT)
+        except exception.PlacementError as e:
+            return e
+        except Exception as e:
+            return exception.PlacementUnreachable(
+                url='[placement]', why='%s: %s' % (type(e).__name__, e))
 
     # -- the checks -----------------------------------------------------
 
@@ -106,17 +88,20 @@ class Checks(upgradecheck.UpgradeCommands):
         return result
 
     def _check_placement(self):
-        return cloud.check_placement(self.conf, self.client())
+        return cloud.check_placement(self.conf, self.client)
 
     def _check_filter(self):
-        hooked = any(c.hooked for c in self.conductors())
+        hooked = any(c.hooked for c in self.conductors)
         return config.check_filter(self.conf, hooked_conductor=hooked)
 
     def _check_conductor(self):
-        found = self.conductors()
-        hooked = [c.pid for c in found if c.hooked]
-        plain = [c.pid for c in found if not c.hooked]
-        code, details = Code.SUCCESS, []
+        hooked = [c.pid for c in self.conductors if c.hooked]
+        plain = [c.pid for c in self.conductors if not c.hooked]
+        filtered = (config.FILTER_NAME in
+                    self.conf.filter_scheduler.enabled_filters)
+        # A warning when some conductor runs nova's own check.
+        warn = plain and (hooked or not filtered)
+        code, details = Code.WARNING if warn else Code.SUCCESS, []
         try:
             from nova_image_traits.conductor import hook
             version = hook.verify()
@@ -129,7 +114,6 @@ class Checks(upgradecheck.UpgradeCommands):
             code = Code.FAILURE
             details.append('%s' % e.message)
         if hooked and plain:
-            code = max(code, Code.WARNING)
             details.append(
                 'Conductors %s run nova-image-traits-conductor but %s run '
                 'nova-conductor without the hook: rebuilds they receive '
@@ -138,10 +122,6 @@ class Checks(upgradecheck.UpgradeCommands):
             details.append('Conductors %s run nova-image-traits-conductor.'
                            % _pids(hooked))
         elif plain:
-            filtered = (config.FILTER_NAME in
-                        self.conf.filter_scheduler.enabled_filters)
-            if not filtered:
-                code = max(code, Code.WARNING)
             details.append(
                 'Conductors %s run nova-conductor without the hook%s.' % (
                     _pids(plain), '; ImageTraitsFilter decides' if filtered
@@ -153,7 +133,15 @@ class Checks(upgradecheck.UpgradeCommands):
         return Result(code, ' '.join(details))
 
     def _check_image_traits(self):
-        return cloud.check_image_traits(self.connection(), self.client())
+        """Read the images with the connection, or say why there is none."""
+        conn = self._connection
+        if conn is None:
+            try:
+                conn = _connect(self.conf)
+            except Exception as e:
+                conn = RuntimeError('cannot authenticate to read images: '
+                                    '%s: %s' % (type(e).__name__, e))
+        return cloud.check_image_traits(conn, self.client)
 
     _upgrade_checks = (
         ('[image_traits] options', _check_options),
@@ -185,10 +173,8 @@ def register_opts(conf, checks):
     """Register every option the command reads, and its sub-command."""
     nit_conf.register_opts(conf)
     config.register_opts(conf)
-    conf.register_group(cfg.OptGroup('glance'))
-    if 'auth_type' not in conf.glance:
-        ks_loading.register_session_conf_options(conf, 'glance')
-        ks_loading.register_auth_conf_options(conf, 'glance')
+    ks_loading.register_session_conf_options(conf, 'glance')
+    ks_loading.register_auth_conf_options(conf, 'glance')
 
     def add_parsers(subparsers):
         upgrade = subparsers.add_parser('upgrade')

@@ -41,6 +41,9 @@ MAX_URL_LENGTH = 65536
 
 
 def start(client):
+    """A session of ``client``, or raise ``client``: why there is none."""
+    if isinstance(client, Exception):
+        raise client
     return client.start(TIMEOUT, MAX_URL_LENGTH)
 
 
@@ -54,8 +57,6 @@ def check_placement(conf, client):
     opts = conf.image_traits
     names = list(dict.fromkeys([opts.strategy, opts.fallback_strategy]))
     try:
-        if isinstance(client, Exception):
-            raise client
         top = start(client).max_version()
     except exception.PlacementError as e:
         return Result(Code.FAILURE, 'Placement does not answer (from '
@@ -87,7 +88,7 @@ def _names(images):
                             for i in images))
 
 
-def check_image_traits(conn, client, source='auto'):
+def check_image_traits(conn, client):
     """Do the traits that active images require exist in placement?
 
     One image listing, then one ``GET /traits?name=in:...`` for the union
@@ -100,18 +101,14 @@ def check_image_traits(conn, client, source='auto'):
     try:
         if isinstance(conn, Exception):
             raise conn
-        found = nit_images.list_images(conn, source)
+        found = nit_images.list_images(conn)
     except Exception as e:
         return Result(Code.WARNING, 'Cannot check the images: %s' % e)
     active = [i for i in nit_images.with_traits(found)
               if i.status == 'active']
-    wanted = set()
-    for image in active:
-        wanted |= image.traits.required
+    wanted = set().union(*(i.traits.required for i in active))
     invalid = [i for i in active if i.traits.invalid]
     try:
-        if isinstance(client, Exception):
-            raise client
         known = nit_images.known_traits(start(client), wanted)
     except exception.PlacementError as e:
         return Result(Code.WARNING, 'Cannot check the traits of %d active '

@@ -74,10 +74,8 @@ def find(proc='/proc', uids=None):
         entries = os.listdir(proc)
     except OSError:
         return found
-    for entry in sorted(entries, key=lambda e: (len(e), e)):
-        if not entry.isdigit():
-            continue
-        path = os.path.join(proc, entry)
+    for pid in sorted(int(e) for e in entries if e.isdigit()):
+        path = os.path.join(proc, str(pid))
         try:
             uid = os.stat(path).st_uid
             with open(os.path.join(path, 'cmdline'), 'rb') as f:
@@ -90,6 +88,6 @@ def find(proc='/proc', uids=None):
         program = _program(argv)
         if program is None or uid not in uids:
             continue
-        found.append(Conductor(pid=int(entry), uid=uid,
+        found.append(Conductor(pid=pid, uid=uid,
                                hooked=program == HOOKED, argv=argv))
     return found

@@ -43,11 +43,8 @@ Result = upgradecheck.Result
 
 
 def register_opts(conf):
-    """Register nova's ``[filter_scheduler]`` filter lists, if missing."""
-    conf.register_group(cfg.OptGroup('filter_scheduler'))
-    for opt in _FILTER_OPTS:
-        if opt.dest not in conf.filter_scheduler:
-            conf.register_opt(opt, group='filter_scheduler')
+    """Register nova's ``[filter_scheduler]`` filter lists on ``conf``."""
+    conf.register_opts(_FILTER_OPTS, group='filter_scheduler')
 
 
 def check_filter(conf, hooked_conductor=False):

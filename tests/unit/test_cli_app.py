@@ -12,7 +12,9 @@
 """The nova-image-traits application: help texts and global options."""
 
 import io
+import json
 import os
+import types
 
 import fixtures
 
@@ -29,7 +31,10 @@ def run(*argv):
 class HelpTest(base.TestCase):
 
     def test_help_has_no_raw_rst(self):
-        for command in [[]] + [[name] for name in cli.COMMANDS]:
+        names = [name for name, _ep in cli.NovaImageTraitsApp(
+        ).command_manager]
+        self.assertIn('audit images', names)
+        for command in [[]] + [[name] for name in names]:
             rc, out, err = run('help', *command)
             self.assertEqual(0, rc, (command, err))
             self.assertTrue(out.strip(), command)
@@ -58,3 +63,35 @@ class OsCloudTest(base.TestCase):
         self.assertEqual(1, rc, err)
         self.assertIn('no-such-cloud', err)
         self.assertNotIn('unrecognized arguments', err)
+
+
+class _Compute:
+    """``conn.compute``: one volume-backed server on host1."""
+
+    def servers(self, details=True, all_projects=False, **query):
+        return iter([types.SimpleNamespace(
+            id='s1', name='from-volume', compute_host='host1',
+            hypervisor_hostname='host1', image=types.SimpleNamespace(id=''),
+            flavor=types.SimpleNamespace(
+                name='small', original_name='small', vcpus=1, ram=512,
+                disk=0, ephemeral=0, swap=0, extra_specs={}))])
+
+
+class AuditSkipTest(base.TestCase):
+
+    def test_volume_backed_server_is_skipped(self):
+        conf = self.useFixture(fixtures.TempDir()).path + '/nova.conf'
+        open(conf, 'w').close()
+        conn = types.SimpleNamespace(compute=_Compute(),
+                                     has_service=lambda name: True)
+        out, err = io.StringIO(), io.StringIO()
+
+        rc = cli.main(['audit', '--config-file', conf, '-f', 'json'],
+                      connection=conn, stdout=out, stderr=err)
+
+        self.assertEqual(0, rc, err.getvalue())
+        rows = json.loads(out.getvalue())
+        self.assertEqual(
+            [('s1', 'skipped', 'boots from a volume: no image to check')],
+            [(r['Server'], r['Outcome'], r['Reason']) for r in rows])
+        self.assertIn('0 failed, 1 skipped', err.getvalue())
