@@ -173,29 +173,25 @@ def render(panels, name='nova-image-traits'):
 
 # -- reading a case's tree back from placement -------------------------------
 
-def panel(cloud, case, decisions):
+def panel(cloud, case, request, decisions):
     """A :class:`Panel` for a case of a running simulated cloud.
 
     :param cloud: a :class:`~.run.SimulatedCloud`
+    :param request: the case's :class:`RebuildRequest`
     :param decisions: the case's decisions, one per strategy
     """
-    scn = cloud.scenario
-    server = scn.by_name('servers')[case.server]
-    host = scn.by_name('hosts')[server.host]
-    wanted = nit_traits.image_traits(
-        scn.by_name('images')[case.image].properties)
-    usage = cloud.allocations[server.name]
-    providers = []
-    for rp in _read_tree(cloud, host):
+    host = cloud.scenario.by_name('hosts')[request.host]
+    wanted = nit_traits.image_traits(request.image_properties)
+    usage = cloud.allocations[request.instance_uuid]
+    providers = _read_tree(cloud, host)
+    for rp in providers:
         rp.usage = usage.get(rp.uuid, {})
-        providers.append(rp)
     return Panel(
         title='%s: rebuild %s (on %s) with %s' % (
-            case.name, server.name, host.name, case.image),
-        root=cloud.providers[host.name], providers=providers,
+            case.name, case.server, host.name, case.image),
+        root=request.compute_node_uuid, providers=providers,
         required=wanted.required,
-        forbidden=scn.by_name('flavors')[
-            server.flavor].to_flavor().forbidden_traits,
+        forbidden=request.flavor.forbidden_traits,
         invalid=tuple(prop for prop, _why in wanted.invalid),
         verdicts=[(d.strategy, d.outcome, d.fallback) for d in decisions])
 
@@ -205,7 +201,7 @@ def _read_tree(cloud, host):
     b, root = cloud.builder, cloud.providers[host.name]
     found = b.get('/resource_providers?in_tree=%s' % root)[
         'resource_providers']
-    sharing = set(cloud.sharing(host))
+    sharing = cloud.sharing(host)
     found += [b.get('/resource_providers/%s' % rp) for rp in sorted(
         sharing)]
     result = []

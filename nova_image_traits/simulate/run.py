@@ -66,22 +66,28 @@ def judge(scn, cases, decide, drawing=False):
     """
     results = []
     with SimulatedCloud(scn) as cloud:
-        client = cloud.client()
+        auth = token_endpoint.Token(cloud.server.endpoint, cloud.server.token)
+        client = placement.PlacementClient(ks_adapter.Adapter(
+            ks_session.Session(auth=auth), service_type='placement',
+            endpoint_override=cloud.server.endpoint))
         for case in cases:
             request = cloud.request(case)
             decisions = decide(request, client)
             results.append(Judged(
-                case, request, cloud.where(case), decisions,
-                dot.panel(cloud, case, decisions) if drawing else None))
+                case, request, cloud.where(request), decisions,
+                dot.panel(cloud, case, request, decisions) if drawing
+                else None))
     return results
 
 
 class SimulatedCloud:
     """A scenario loaded into a real placement running in this process.
 
+    A context manager: entering starts placement and loads the scenario.
+
     :ivar providers: provider name to UUID
     :ivar servers: server name to UUID (its placement consumer)
-    :ivar allocations: server name to ``{rp_uuid: {rc: amount}}``
+    :ivar allocations: server UUID to ``{rp_uuid: {rc: amount}}``
     """
 
     def __init__(self, scn):
@@ -94,14 +100,6 @@ class SimulatedCloud:
         self.builder = None
 
     def __enter__(self):
-        return self.start()
-
-    def __exit__(self, *exc_info):
-        self.stop()
-        return False
-
-    def start(self):
-        """Start placement and load the scenario into it."""
         try:
             # NOTE(founders): placement is the [simulate] extra; a scenario
             # is validated before it is needed.
@@ -116,22 +114,13 @@ class SimulatedCloud:
                                                   token=self.server.token)
             self._build()
         except BaseException:
-            self.stop()
+            self.server.stop()
             raise
         return self
 
-    def stop(self):
-        if self.server is not None:
-            self.server.stop()
-            self.server = None
-
-    def client(self):
-        """A :class:`~nova_image_traits.placement.PlacementClient` for it."""
-        auth = token_endpoint.Token(self.server.endpoint, self.server.token)
-        adapter = ks_adapter.Adapter(
-            ks_session.Session(auth=auth), service_type='placement',
-            endpoint_override=self.server.endpoint)
-        return placement.PlacementClient(adapter)
+    def __exit__(self, *exc_info):
+        self.server.stop()
+        return False
 
     # -- building --------------------------------------------------------
 
@@ -176,17 +165,12 @@ class SimulatedCloud:
             allocs = self._choose(server)
         self.builder.allocate(consumer, allocs, PROJECT, USER)
         self.servers[server.name] = consumer
-        self.allocations[server.name] = allocs
-
-    def _tree(self, host):
-        return {self.providers[host.name]} | {
-            self.providers[c.name] for c in host.children}
+        self.allocations[consumer] = allocs
 
     def sharing(self, host):
         """The UUIDs of the sharing providers of a host's aggregates."""
         return {self.providers[sp.name]
-                for sp in self.scenario.sharing_providers
-                if set(sp.aggregates) & set(host.aggregates)}
+                for sp in self.scenario.sharing(host)}
 
     def _choose(self, server):
         """The allocation placement offers at boot on the server's host."""
@@ -197,8 +181,8 @@ class SimulatedCloud:
         query = flavor.resource_query()
         traits = nit_traits.image_traits(image.properties).required
         root = self.providers[host.name]
-        tree, usable = self._tree(host), self._tree(host) | self.sharing(
-            host)
+        tree = {self.providers[name] for name in host.tree()}
+        usable = tree | self.sharing(host)
         # NOTE(founders): in a tree first; placement leaves sharing
         # providers out of in_tree queries, so a host whose disk is shared
         # needs the unrestricted query, filtered to this host.
@@ -216,7 +200,7 @@ class SimulatedCloud:
             'server explicit allocations' % (flavor.name, host.name))
 
     def _fill(self, host):
-        for name in [host.name] + [c.name for c in host.children]:
+        for name in host.tree():
             rp = self.providers[name]
             inventory = self.builder.get(
                 '/resource_providers/%s/inventories' % rp)['inventories']
@@ -238,18 +222,13 @@ class SimulatedCloud:
                 server.image].properties,
             host=server.host)
 
-    def where(self, case):
+    def where(self, request):
         """Say where the new image's required traits sit, for the table."""
-        scn = self.scenario
-        server = scn.by_name('servers')[case.server]
-        host = scn.by_name('hosts')[server.host]
-        wanted = nit_traits.image_traits(
-            scn.by_name('images')[case.image].properties)
+        host = self.scenario.by_name('hosts')[request.host]
+        wanted = nit_traits.image_traits(request.image_properties)
         if wanted.invalid:
             return 'invalid name'
-        forbidden = scn.by_name('flavors')[
-            server.flavor].to_flavor().forbidden_traits
-        allocated = self.allocations[server.name]
+        allocated = self.allocations[request.instance_uuid]
         cells = []
         for trait in sorted(wanted.required):
             places = ['root'] if trait in host.traits else []
@@ -257,13 +236,12 @@ class SimulatedCloud:
                 if trait in child.traits:
                     places.append(self._named('child', child.name, host,
                                               allocated))
-            for sp in scn.sharing_providers:
-                if trait in sp.traits and set(sp.aggregates) & set(
-                        host.aggregates):
+            for sp in self.scenario.sharing(host):
+                if trait in sp.traits:
                     places.append(self._named('sharing', sp.name, None,
                                               allocated))
             text = ', '.join(places) or 'nowhere'
-            if trait in forbidden:
+            if trait in request.flavor.forbidden_traits:
                 text += ' (forbidden by flavor)'
             cells.append(text if len(wanted.required) == 1 else
                          '%s: %s' % (trait, text))

@@ -75,10 +75,22 @@ def _by_name(self, kind):
     return {item.name: item for item in getattr(self, kind)}
 
 
+def _sharing(self, host):
+    """Return the sharing providers of the aggregates of ``host``."""
+    return [sp for sp in self.sharing_providers
+            if set(sp.aggregates) & set(host.aggregates)]
+
+
+def _tree(self):
+    """Return the names of this host's providers, the root first."""
+    return [self.name] + [c.name for c in self.children]
+
+
 # NOTE(founders): each item has the fields of its record in the schema,
 # with the schema's defaults; :func:`_item` builds them.
 Child = _model(schema.CHILD, 'A nested provider under a compute host.')
-Host = _model(schema.HOST, 'A compute node: the root provider of its tree.')
+Host = _model(schema.HOST, 'A compute node: the root provider of its '
+              'tree.', tree=_tree)
 SharingProvider = _model(schema.SHARING_PROVIDER, 'A provider sharing its '
                          'inventory with the hosts of its aggregates.')
 Flavor = _model(schema.FLAVOR, 'A nova flavor.', to_flavor=_to_flavor)
@@ -92,7 +104,8 @@ Server = _model(
 Case = _model(schema.CASE, 'A rebuild to judge: a server and its new image.')
 Scenario = _model(
     schema.SCHEMA, 'A whole scenario; each list keeps the file\'s order.',
-    extra=[('source', str, dataclasses.field(default=''))], by_name=_by_name)
+    extra=[('source', str, dataclasses.field(default=''))], by_name=_by_name,
+    sharing=_sharing)
 
 
 # -- building the model from a valid document ---------------------------------
