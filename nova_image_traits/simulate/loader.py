@@ -111,60 +111,40 @@ _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG,
 
 def kind(value):
     """Say what a YAML value is, for error messages: 'a list'..."""
-    if value is None:
-        return 'nothing'
-    if isinstance(value, bool):
-        return 'a boolean'
-    if isinstance(value, int):
-        return 'an integer'
-    if isinstance(value, float):
-        return 'a number'
     if isinstance(value, str):
         return 'a string %s' % nit_traits.quote(value)
-    if isinstance(value, dict):
-        return 'a mapping'
-    if isinstance(value, list):
-        return 'a list'
+    # NOTE(founders): bool before int, of which it is a subclass.
+    for cls, text in ((type(None), 'nothing'), (bool, 'a boolean'),
+                      (int, 'an integer'), (float, 'a number'),
+                      (dict, 'a mapping'), (list, 'a list')):
+        if isinstance(value, cls):
+            return text
     return 'a %s' % type(value).__name__
 
 
-def field_name(path, data=None):
-    """Return a dotted field name, ``hosts[0].traits[1]``, or None.
+def locate(data, path, key=False):
+    """Return the line and the dotted field name of the value at ``path``.
 
-    :param path: the keys and indexes from the document's root
-    :param data: the document; with it, an integer key of a mapping
-        (``1:`` under ``extra_specs``) is named as a key, not an index
-    """
-    text = ''
-    for part in path:
-        if isinstance(part, int) and (data is None or
-                                      isinstance(data, list)):
-            text += '[%d]' % part
-        else:
-            text += '.%s' % part if text else str(part)
-        if isinstance(data, (dict, list)):
-            try:
-                data = data[part]
-            except (KeyError, IndexError, TypeError):
-                data = None
-    return text or None
-
-
-def line_of(data, path, key=False):
-    """Return the line of the value at ``path`` (of its key if ``key``).
+    The name is like ``hosts[0].traits[1]``, None for the document itself;
+    an integer key of a mapping (``1:`` under ``extra_specs``) is named as
+    a key, not an index.
 
     :param data: the document, as :func:`parse` returns it
     :param path: the keys and indexes from the document's root
+    :param key: give the line of the last key rather than of its value
     """
-    parent, node = None, data
+    parent, node, name = None, data, None
     for part in path:
+        if isinstance(node, list):
+            name = '%s[%d]' % (name, part)
+        else:
+            name = '%s.%s' % (name, part) if name else str(part)
         parent, node = node, node[part]
     if parent is None:
-        return getattr(data, 'line', None) or 1
-    last = path[-1]
+        return getattr(data, 'line', None) or 1, None
     if isinstance(parent, Sequence):
-        return parent.item_lines[last]
-    return (parent.key_lines if key else parent.value_lines)[last]
+        return parent.item_lines[path[-1]], name
+    return (parent.key_lines if key else parent.value_lines)[path[-1]], name
 
 
 def parse(text, source):
