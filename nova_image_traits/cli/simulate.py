@@ -19,7 +19,7 @@ install: the other commands and the decision path do not need them.
 
 import importlib
 
-from cliff.formatters import base
+from cliff.formatters import value
 from cliff import lister
 from stevedore import extension
 
@@ -41,22 +41,6 @@ def _simulator(name):
             'nova-image-traits has no simulator (%s)' % e)
 
 
-class DotFormatter(base.ListFormatter):
-    """Write the DOT text of a command's single ``DOT`` column, verbatim.
-
-    Added to ``simulate``'s ``-f`` choices only: its rows carry DOT text,
-    not data, so it is not registered for every cliff command.
-    """
-
-    def add_argument_group(self, parser):
-        pass
-
-    def emit_list(self, column_names, data, stdout, parsed_args):
-        for row in data:
-            text = str(row[0])
-            stdout.write(text if text.endswith('\n') else text + '\n')
-
-
 class Simulate(cli.CommandMixin, lister.Lister):
     """Compare every strategy on every rebuild case of a simulated cloud.
 
@@ -72,10 +56,12 @@ class Simulate(cli.CommandMixin, lister.Lister):
                'Allowed', 'Fallback', 'Missing', 'Requests', 'Reason')
 
     def _load_formatter_plugins(self):
+        # NOTE(founders): -f dot prints the single DOT cell as it is, as
+        # -f value does; it is added here only, not for every command.
         plugins = super()._load_formatter_plugins()
         return extension.ExtensionManager.make_test_instance(
             list(plugins.extensions) + [extension.Extension(
-                'dot', None, DotFormatter, DotFormatter())],
+                'dot', None, value.ValueFormatter, value.ValueFormatter())],
             namespace=plugins.namespace)
 
     def get_parser(self, prog_name):

@@ -158,9 +158,12 @@ def _panel(index, panel):
     return lines
 
 
-def render(panels, name='nova-image-traits'):
-    """Return one DOT digraph with a cluster per :class:`Panel`."""
-    lines = ['digraph "%s" {' % _esc(name),
+def render(panels):
+    """Return one DOT digraph with a cluster per :class:`Panel`.
+
+    The text has no final newline: the output formatter adds it.
+    """
+    lines = ['digraph "nova-image-traits" {',
              '  graph [rankdir=TB, fontname="Helvetica", fontsize=11];',
              '  node [shape=box, style=rounded, fontname="Helvetica", '
              'fontsize=10];',
@@ -168,7 +171,7 @@ def render(panels, name='nova-image-traits'):
     for index, panel in enumerate(panels):
         lines.extend(_panel(index, panel))
     lines.append('}')
-    return '\n'.join(lines) + '\n'
+    return '\n'.join(lines)
 
 
 # -- reading a case's tree back from placement -------------------------------
