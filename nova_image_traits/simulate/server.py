@@ -53,6 +53,8 @@ LOG = logging.getLogger(__name__)
 
 #: Token accepted by placement's ``noauth2`` middleware as an admin.
 ADMIN_TOKEN = 'admin'
+#: A private in-memory SQLite database.
+_DATABASE = 'sqlite://'
 
 # Held while a server is running; see the module docstring.
 _ACTIVE = threading.Lock()
@@ -152,6 +154,9 @@ class PlacementServer:
 
     :param host: address to listen on
     :param port: TCP port; 0 picks a free one
+    :ivar port: the TCP port listened on, None when stopped
+    :ivar endpoint: base URL of the placement API,
+        ``http://127.0.0.1:PORT``, None when stopped
     """
 
     token = ADMIN_TOKEN
@@ -162,22 +167,8 @@ class PlacementServer:
         self.host, self._port = host, port
         # NOTE(founders): all set by start() and cleared by stop().
         self.conf = self._httpd = self._thread = self._serializer = None
-        self._facade = self._reset_db = None
+        self.port = self.endpoint = self._facade = self._reset_db = None
         self._owns_active = False
-
-    @property
-    def port(self):
-        """The TCP port the server listens on (None when stopped)."""
-        if self._httpd is None:
-            return None
-        return self._httpd.server_address[1]
-
-    @property
-    def endpoint(self):
-        """Base URL of the placement API, e.g. ``http://127.0.0.1:PORT``."""
-        if self._httpd is None:
-            return None
-        return 'http://%s:%d' % (self.host, self.port)
 
     @property
     def running(self):
@@ -198,28 +189,12 @@ class PlacementServer:
                 'placement keeps its database in a module global')
         self._owns_active = True
         try:
-            app = self._load_app()
-            self._serve(app)
+            self._serve(self._load_app())
         except BaseException:
             self.stop()
             raise
         LOG.debug('Placement serving at %s', self.endpoint)
         return self
-
-    def _create_database(self):
-        """Create an in-memory database and patch placement onto it.
-
-        :returns: the SQLAlchemy URL of the database
-        """
-        url = 'sqlite://'
-        self._facade = enginefacade.transaction_context()
-        # NOTE(founders): thread_checkin only adds a sleep(0) per
-        # transaction, for eventlet.
-        self._facade.configure(connection=url, thread_checkin=False)
-        self._reset_db = db_api.placement_context_manager.patch_factory(
-            self._facade)
-        self._create_schema()
-        return url
 
     def _create_schema(self):
         """Create placement's tables in the fresh database."""
@@ -233,9 +208,15 @@ class PlacementServer:
         return app
 
     def _load_app(self):
-        """Return placement's whole pipeline on our database, to serve."""
-        url = self._create_database()
-        self.conf = _make_conf(url)
+        """Return placement's whole pipeline on a new database, to serve."""
+        self._facade = enginefacade.transaction_context()
+        # NOTE(founders): thread_checkin only adds a sleep(0) per
+        # transaction, for eventlet.
+        self._facade.configure(connection=_DATABASE, thread_checkin=False)
+        self._reset_db = db_api.placement_context_manager.patch_factory(
+            self._facade)
+        self._create_schema()
+        self.conf = _make_conf(_DATABASE)
         _reset_placement_globals()
         policy.init(self.conf, suppress_deprecation_warnings=True)
         # NOTE(founders): loadapp also syncs the standard traits and
@@ -248,6 +229,8 @@ class PlacementServer:
         self._httpd = simple_server.make_server(
             self.host, self._port, app, server_class=_ThreadingWSGIServer,
             handler_class=self.handler_class)
+        self.port = self._httpd.server_port
+        self.endpoint = 'http://%s:%d' % (self.host, self.port)
         self._thread = threading.Thread(
             target=self._httpd.serve_forever, kwargs={'poll_interval': 0.05},
             name='placement-%d' % self.port, daemon=True)
@@ -259,6 +242,7 @@ class PlacementServer:
         Safe to call more than once, and after a failed :meth:`start`.
         """
         httpd, self._httpd = self._httpd, None
+        self.port = self.endpoint = None
         if httpd is not None:
             if self._thread is not None:
                 httpd.shutdown()
