@@ -99,12 +99,18 @@ class CloudBuilder(http.PlacementHTTP):
             body['parent_provider_uuid'] = parent_uuid
         return self.request('POST', '/resource_providers', body)['uuid']
 
-    def generation(self, rp_uuid):
-        """Return a provider's current generation.
+    def _replace(self, rp_uuid, what, generation, **body):
+        """PUT a provider's ``what`` (inventories, traits) at a generation.
 
-        :param rp_uuid: provider UUID
+        :param generation: the provider's generation; read when None
+        :returns: the provider's new generation
         """
-        return self.get('/resource_providers/%s' % rp_uuid)['generation']
+        if generation is None:
+            generation = self.get(
+                '/resource_providers/%s' % rp_uuid)['generation']
+        body['resource_provider_generation'] = generation
+        return self.request('PUT', '/resource_providers/%s/%s' % (
+            rp_uuid, what), body)['resource_provider_generation']
 
     def set_inventory(self, rp_uuid, inventories, generation=None):
         """Replace all inventories of a provider.
@@ -116,16 +122,8 @@ class CloudBuilder(http.PlacementHTTP):
         :returns: the provider's new generation
         """
         self.ensure_custom('resource_classes', inventories)
-        if generation is None:
-            generation = self.generation(rp_uuid)
-        body = {
-            'resource_provider_generation': generation,
-            'inventories': {rc: inventory_record(value)
-                            for rc, value in inventories.items()},
-        }
-        resp = self.request(
-            'PUT', '/resource_providers/%s/inventories' % rp_uuid, body)
-        return resp['resource_provider_generation']
+        return self._replace(rp_uuid, 'inventories', generation, inventories={
+            rc: inventory_record(value) for rc, value in inventories.items()})
 
     def set_traits(self, rp_uuid, traits, generation=None):
         """Replace the traits of a provider.
@@ -137,13 +135,7 @@ class CloudBuilder(http.PlacementHTTP):
         """
         traits = sorted(set(traits))
         self.ensure_traits(traits)
-        if generation is None:
-            generation = self.generation(rp_uuid)
-        body = {'resource_provider_generation': generation,
-                'traits': traits}
-        resp = self.request(
-            'PUT', '/resource_providers/%s/traits' % rp_uuid, body)
-        return resp['resource_provider_generation']
+        return self._replace(rp_uuid, 'traits', generation, traits=traits)
 
     def add_to_aggregate(self, rp_uuid, agg_uuid):
         """Add a provider to an aggregate, keeping its other aggregates.

@@ -179,44 +179,34 @@ def render(panels):
 def panel(cloud, case, request, decisions):
     """A :class:`Panel` for a case of a running simulated cloud.
 
+    The host's tree and sharing providers are read back from placement.
+
     :param cloud: a :class:`~.run.SimulatedCloud`
     :param request: the case's :class:`RebuildRequest`
     :param decisions: the case's decisions, one per strategy
     """
+    b, root = cloud.builder, request.compute_node_uuid
     host = cloud.scenario.by_name('hosts')[request.host]
-    wanted = nit_traits.image_traits(request.image_properties)
+    sharing = cloud.sharing(host)
     usage = cloud.allocations[request.instance_uuid]
-    providers = _read_tree(cloud, host)
-    for rp in providers:
-        rp.usage = usage.get(rp.uuid, {})
+    found = b.get('/resource_providers?in_tree=%s' % root)[
+        'resource_providers'] + [b.get('/resource_providers/%s' % rp)
+                                 for rp in sorted(sharing)]
+    providers = []
+    for rp in found:
+        path = '/resource_providers/%s' % rp['uuid']
+        providers.append(Provider(
+            uuid=rp['uuid'], name=rp['name'],
+            parent=rp.get('parent_provider_uuid'),
+            traits=frozenset(b.get(path + '/traits')['traits']),
+            inventory={rc: v['total'] for rc, v in
+                       b.get(path + '/inventories')['inventories'].items()},
+            sharing=rp['uuid'] in sharing, usage=usage.get(rp['uuid'], {})))
+    wanted = nit_traits.image_traits(request.image_properties)
     return Panel(
         title='%s: rebuild %s (on %s) with %s' % (
             case.name, case.server, host.name, case.image),
-        root=request.compute_node_uuid, providers=providers,
-        required=wanted.required,
+        root=root, providers=providers, required=wanted.required,
         forbidden=request.flavor.forbidden_traits,
         invalid=tuple(prop for prop, _why in wanted.invalid),
         verdicts=[(d.strategy, d.outcome, d.fallback) for d in decisions])
-
-
-def _read_tree(cloud, host):
-    """Read a host's tree and sharing providers back from placement."""
-    b, root = cloud.builder, cloud.providers[host.name]
-    found = b.get('/resource_providers?in_tree=%s' % root)[
-        'resource_providers']
-    sharing = cloud.sharing(host)
-    found += [b.get('/resource_providers/%s' % rp) for rp in sorted(
-        sharing)]
-    result = []
-    for rp in found:
-        uuid = rp['uuid']
-        inv = b.get('/resource_providers/%s/inventories' % uuid)
-        result.append(Provider(
-            uuid=uuid, name=rp['name'],
-            parent=rp.get('parent_provider_uuid'),
-            traits=frozenset(b.get('/resource_providers/%s/traits'
-                                   % uuid)['traits']),
-            inventory={rc: v['total'] for rc, v in
-                       inv['inventories'].items()},
-            sharing=uuid in sharing))
-    return result

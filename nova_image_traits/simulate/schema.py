@@ -152,6 +152,10 @@ class _Invalid(Exception):
     """A format check's reason, which becomes the error's message."""
 
 
+_FORMATS = jsonschema.FormatChecker(formats=())
+
+
+@_FORMATS.checks('trait', raises=_Invalid)
 def _check_trait(name):
     if not isinstance(name, str):
         return True
@@ -162,6 +166,7 @@ def _check_trait(name):
     return True
 
 
+@_FORMATS.checks('resource-class', raises=_Invalid)
 def _check_resource_class(name):
     if not isinstance(name, str):
         return True
@@ -171,9 +176,6 @@ def _check_resource_class(name):
                    'CUSTOM_ one' % nit_traits.quote(name))
 
 
-_FORMATS = jsonschema.FormatChecker(formats=())
-_FORMATS.checks('trait', raises=_Invalid)(_check_trait)
-_FORMATS.checks('resource-class', raises=_Invalid)(_check_resource_class)
 _VALIDATOR = jsonschema.Draft202012Validator(SCHEMA, format_checker=_FORMATS)
 
 
