@@ -92,16 +92,13 @@ class Simulate(cli.CommandMixin, lister.Lister):
         cli.add_config_option(parser)
         return parser
 
-    @staticmethod
-    def _compact(parsed_args):
-        return (parsed_args.formatter == 'table' and not parsed_args.long
-                and not parsed_args.matrix)
+    #: The lines printed under the compact matrix.
+    _legend = ()
 
     def produce_output(self, parsed_args, column_names, data):
         result = super().produce_output(parsed_args, column_names, data)
-        if self._compact(parsed_args):
-            for line in _simulator('tables').legend(*self._legend):
-                self.app.stdout.write(line + '\n')
+        for line in self._legend:
+            self.app.stdout.write(line + '\n')
         return result
 
     def take_action(self, parsed_args):
@@ -122,8 +119,10 @@ class Simulate(cli.CommandMixin, lister.Lister):
         if drawing:
             return ('DOT',), [(_simulator('dot').render(
                 [j.panel for j in judged]),)]
-        if self._compact(parsed_args):
-            self._legend = (names, [d for j in judged for d in j.decisions])
+        if (parsed_args.formatter == 'table' and not parsed_args.long
+                and not parsed_args.matrix):
+            self._legend = tables.legend(
+                names, [d for j in judged for d in j.decisions])
             return tables.compact(names, judged)
         if parsed_args.matrix:
             return tables.matrix(names, judged)

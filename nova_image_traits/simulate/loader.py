@@ -72,8 +72,7 @@ def _construct_mapping(loader, node):
     loader.flatten_mapping(node)
     # NOTE(founders): flatten_mapping puts the pairs of merge keys (<<)
     # first; an explicit key may override them, as YAML allows.
-    merged = len(node.value) - len(explicit)
-    from_merge = set()
+    merged, seen = len(node.value) - len(explicit), set()
     for index, (key_node, value_node) in enumerate(node.value):
         key = loader.construct_object(key_node, deep=True)
         line = key_node.start_mark.line + 1
@@ -82,14 +81,12 @@ def _construct_mapping(loader, node):
         except TypeError:
             raise ScenarioError(loader.source, line, None,
                                 'a mapping key must be a plain value')
-        if key in data and key not in from_merge and index >= merged:
-            raise ScenarioError(loader.source, line, str(key),
-                                'duplicate key (first on line %d)'
-                                % data.key_lines[key])
-        if index < merged:
-            from_merge.add(key)
-        else:
-            from_merge.discard(key)
+        if index >= merged:
+            if key in seen:
+                raise ScenarioError(loader.source, line, str(key),
+                                    'duplicate key (first on line %d)'
+                                    % data.key_lines[key])
+            seen.add(key)
         data[key] = loader.construct_object(value_node, deep=True)
         data.key_lines[key] = line
         data.value_lines[key] = value_node.start_mark.line + 1

@@ -139,10 +139,8 @@ class SimulatedCloud:
         for host in scn.hosts:
             node = b.create_compute_node(
                 host.name, vcpus=host.vcpus, memory_mb=host.memory_mb,
-                disk_gb=host.disk_gb, traits=host.traits, children=[
-                    {'name': c.name, 'parent': c.parent,
-                     'inventory': c.inventory, 'traits': c.traits}
-                    for c in host.children])
+                disk_gb=host.disk_gb, traits=host.traits,
+                children=[dataclasses.asdict(c) for c in host.children])
             self.providers[host.name] = node.uuid
             self.providers.update(node.children)
             for agg in host.aggregates:
