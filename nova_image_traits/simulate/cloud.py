@@ -48,9 +48,7 @@ def inventory_record(value):
 
     :param value: an integer total, or a dict of inventory fields
     """
-    if isinstance(value, dict):
-        return dict(value)
-    return {'total': int(value)}
+    return dict(value) if isinstance(value, dict) else {'total': int(value)}
 
 
 class CloudBuilder(http.PlacementHTTP):

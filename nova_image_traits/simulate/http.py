@@ -47,6 +47,13 @@ class PlacementRequestError(Exception):
                                                     body))
 
 
+class _ThreadSession(threading.local):
+    """A ``requests.Session`` for each thread."""
+
+    def __init__(self):
+        self.session = requests.Session()
+
+
 class PlacementHTTP:
     """Requests to one placement, at the highest common microversion.
 
@@ -58,20 +65,14 @@ class PlacementHTTP:
         self.endpoint = endpoint.rstrip('/')
         self.token = token
         self._version = None
-        self._local = threading.local()
-
-    def _session(self):
-        """Return this thread's ``requests.Session``."""
-        session = getattr(self._local, 'session', None)
-        if session is None:
-            session = self._local.session = requests.Session()
-        return session
+        self._local = _ThreadSession()
 
     @property
     def microversion(self):
         """The negotiated microversion as ``(major, minor)``."""
         if self._version is None:
-            resp = self._session().get(self.endpoint + '/', timeout=TIMEOUT)
+            resp = self._local.session.get(self.endpoint + '/',
+                                           timeout=TIMEOUT)
             if resp.status_code != 200:
                 raise PlacementRequestError('GET', '/', resp.status_code,
                                             resp.text)
@@ -103,7 +104,7 @@ class PlacementHTTP:
             'OpenStack-API-Version': 'placement %d.%d' % self.microversion,
             'Accept': 'application/json',
         })
-        resp = self._session().request(
+        resp = self._local.session.request(
             method, self.endpoint + path, json=body, headers=headers,
             timeout=TIMEOUT)
         if resp.status_code not in expect:

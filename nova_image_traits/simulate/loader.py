@@ -32,7 +32,6 @@ class ScenarioError(cli.UsageError):
     """
 
     def __init__(self, source, line, field, message):
-        self.source = source
         self.line = line
         self.field = field
         self.message = message

@@ -230,14 +230,12 @@ class SimulatedCloud:
         cells = []
         for trait in sorted(wanted.required):
             places = ['root'] if trait in host.traits else []
-            for child in host.children:
-                if trait in child.traits:
-                    places.append(self._named('child', child.name, host,
-                                              allocated))
-            for sp in self.scenario.sharing(host):
-                if trait in sp.traits:
-                    places.append(self._named('sharing', sp.name, None,
-                                              allocated))
+            places += [self._named('child', c.name, host.name + '-',
+                                   allocated)
+                       for c in host.children if trait in c.traits]
+            places += [self._named('sharing', sp.name, '', allocated)
+                       for sp in self.scenario.sharing(host)
+                       if trait in sp.traits]
             text = ', '.join(places) or 'nowhere'
             if trait in request.flavor.forbidden_traits:
                 text += ' (forbidden by flavor)'
@@ -245,9 +243,6 @@ class SimulatedCloud:
                          '%s: %s' % (trait, text))
         return '; '.join(cells) or '-'
 
-    def _named(self, kind, name, host, allocated):
-        short = name
-        if host is not None and name.startswith(host.name + '-'):
-            short = name[len(host.name) + 1:]
+    def _named(self, kind, name, prefix, allocated):
         mark = ' (allocated)' if self.providers[name] in allocated else ''
-        return '%s %s%s' % (kind, short, mark)
+        return '%s %s%s' % (kind, name.removeprefix(prefix), mark)
