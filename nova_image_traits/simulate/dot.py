@@ -84,11 +84,8 @@ def _provider_label(provider, required):
         rows.append(_amounts(provider.inventory))
     if provider.usage:
         rows.append('<i>server uses: %s</i>' % _amounts(provider.usage))
-    for trait in sorted(provider.traits):
-        if trait in required:
-            rows.append(_font('&#10004; ' + _esc(trait), GREEN, bold=True))
-        else:
-            rows.append(_esc(trait))
+    rows += [_font('&#10004; ' + _esc(t), GREEN, bold=True) if t in required
+             else _esc(t) for t in sorted(provider.traits)]
     return '<%s>' % '<br/>'.join(rows)
 
 
@@ -109,16 +106,12 @@ def _title(panel):
 
 
 def _missing_label(panel, present):
-    rows = []
-    for trait in sorted(panel.required - present):
-        rows.append(_font('&#10008; %s: on no provider' % _esc(trait), RED))
-    for trait in sorted(panel.required & panel.forbidden):
-        rows.append(_font('&#10008; %s: forbidden by the flavor'
-                          % _esc(trait), RED))
-    for prop in panel.invalid:
-        rows.append(_font('&#10008; %s: not a valid trait name'
-                          % _esc(prop), RED))
-    return '<%s>' % '<br/>'.join(rows) if rows else None
+    rows = ['%s: on no provider' % t for t in sorted(panel.required - present)]
+    rows += ['%s: forbidden by the flavor' % t
+             for t in sorted(panel.required & panel.forbidden)]
+    rows += ['%s: not a valid trait name' % p for p in panel.invalid]
+    return '<%s>' % '<br/>'.join(
+        _font('&#10008; ' + _esc(r), RED) for r in rows) if rows else None
 
 
 def _node_id(index, uuid):

@@ -18,6 +18,7 @@ flavor and image on its host, as at boot. Hosts marked ``full`` then have
 their remaining VCPU consumed. Every strategy then judges every case.
 """
 
+import collections
 import dataclasses
 import uuid as uuid_lib
 
@@ -95,7 +96,9 @@ class SimulatedCloud:
         self.providers = {}
         self.servers = {}
         self.allocations = {}
-        self.aggregates = {}
+        # NOTE(founders): an aggregate name's UUID, made on first use.
+        self.aggregates = collections.defaultdict(
+            lambda: str(uuid_lib.uuid4()))
         self.server = None
         self.builder = None
 
@@ -124,13 +127,10 @@ class SimulatedCloud:
 
     # -- building --------------------------------------------------------
 
-    def _aggregate(self, name):
-        return self.aggregates.setdefault(name, str(uuid_lib.uuid4()))
-
     def _build(self):
         scn, b = self.scenario, self.builder
         for sp in scn.sharing_providers:
-            aggs = [self._aggregate(a) for a in sp.aggregates]
+            aggs = [self.aggregates[a] for a in sp.aggregates]
             rp = b.make_sharing_provider(sp.name, aggs[0], sp.inventory,
                                          sp.traits)
             for agg in aggs[1:]:
@@ -144,7 +144,7 @@ class SimulatedCloud:
             self.providers[host.name] = node.uuid
             self.providers.update(node.children)
             for agg in host.aggregates:
-                b.add_to_aggregate(node.uuid, self._aggregate(agg))
+                b.add_to_aggregate(node.uuid, self.aggregates[agg])
         for server in scn.servers:
             self._place(server)
         for host in scn.hosts:
