@@ -130,11 +130,11 @@ class SimulatedCloud:
     def _build(self):
         scn, b = self.scenario, self.builder
         for sp in scn.sharing_providers:
-            aggs = [self.aggregates[a] for a in sp.aggregates]
-            rp = b.make_sharing_provider(sp.name, aggs[0], sp.inventory,
-                                         sp.traits)
-            for agg in aggs[1:]:
-                b.add_to_aggregate(rp, agg)
+            rp = b.make_sharing_provider(
+                sp.name, self.aggregates[sp.aggregates[0]], sp.inventory,
+                sp.traits)
+            for agg in sp.aggregates[1:]:
+                b.add_to_aggregate(rp, self.aggregates[agg])
             self.providers[sp.name] = rp
         for host in scn.hosts:
             node = b.create_compute_node(
@@ -145,25 +145,25 @@ class SimulatedCloud:
             self.providers.update(node.children)
             for agg in host.aggregates:
                 b.add_to_aggregate(node.uuid, self.aggregates[agg])
+        # NOTE(founders): in the file's order: where placement puts a
+        # server depends on the servers placed before it.
         for server in scn.servers:
-            self._place(server)
-        for host in scn.hosts:
-            if host.full:
-                self._fill(host)
+            consumer = str(uuid_lib.uuid4())
+            allocs = self._choose(server) if server.allocations is None else {
+                self.providers[name]: dict(resources)
+                for name, resources in server.allocations.items()}
+            b.allocate(consumer, allocs, PROJECT, USER)
+            self.servers[server.name] = consumer
+            self.allocations[consumer] = allocs
+        # A full host: the VCPU left on every provider of its tree is used.
+        for host in [h for h in scn.hosts if h.full]:
+            for rp in [self.providers[name] for name in host.tree()]:
+                if 'VCPU' in b.get('/resource_providers/%s/inventories'
+                                   % rp)['inventories']:
+                    b.fill(rp, 'VCPU')
         LOG.debug('Simulated cloud %(src)s: %(p)d providers, %(s)d servers',
                   {'src': scn.source, 'p': len(self.providers),
                    's': len(self.servers)})
-
-    def _place(self, server):
-        consumer = str(uuid_lib.uuid4())
-        if server.allocations is not None:
-            allocs = {self.providers[name]: dict(resources)
-                      for name, resources in server.allocations.items()}
-        else:
-            allocs = self._choose(server)
-        self.builder.allocate(consumer, allocs, PROJECT, USER)
-        self.servers[server.name] = consumer
-        self.allocations[consumer] = allocs
 
     def sharing(self, host):
         """The UUIDs of the sharing providers of a host's aggregates."""
@@ -196,14 +196,6 @@ class SimulatedCloud:
             scn.source, server.lines.get('host'), server.path + '.host',
             'placement has no room for flavor %s on host %s; give the '
             'server explicit allocations' % (flavor.name, host.name))
-
-    def _fill(self, host):
-        for name in host.tree():
-            rp = self.providers[name]
-            inventory = self.builder.get(
-                '/resource_providers/%s/inventories' % rp)['inventories']
-            if 'VCPU' in inventory:
-                self.builder.fill(rp, 'VCPU')
 
     # -- judging ---------------------------------------------------------
 
