@@ -41,18 +41,20 @@ class ScenarioError(cli.UsageError):
 
 
 class Mapping(dict):
-    """A YAML mapping that remembers where its keys and values are."""
+    """A YAML mapping that remembers where its keys and values are.
 
-    line = 0
-    key_lines = None
-    value_lines = None
+    :ivar line: the 1-based line where the mapping starts
+    :ivar key_lines: key to the line of that key
+    :ivar value_lines: key to the line of its value
+    """
 
 
 class Sequence(list):
-    """A YAML sequence that remembers where its items are."""
+    """A YAML sequence that remembers where its items are.
 
-    line = 0
-    item_lines = None
+    :ivar line: the 1-based line where the sequence starts
+    :ivar item_lines: the line of each item, in order
+    """
 
 
 class _Loader(yaml.SafeLoader):
