@@ -66,9 +66,8 @@ def _esc(text):
     return html.escape(str(text), quote=True)
 
 
-def _font(text, colour, bold=False):
-    inner = '<b>%s</b>' % text if bold else text
-    return '<font color="%s">%s</font>' % (colour, inner)
+def _font(text, colour):
+    return '<font color="%s">%s</font>' % (colour, text)
 
 
 def _amounts(mapping):
@@ -84,7 +83,7 @@ def _provider_label(provider, required):
         rows.append(_amounts(provider.inventory))
     if provider.usage:
         rows.append('<i>server uses: %s</i>' % _amounts(provider.usage))
-    rows += [_font('&#10004; ' + _esc(t), GREEN, bold=True) if t in required
+    rows += [_font('<b>&#10004; %s</b>' % _esc(t), GREEN) if t in required
              else _esc(t) for t in sorted(provider.traits)]
     return '<%s>' % '<br/>'.join(rows)
 

@@ -119,9 +119,8 @@ def _plain(value):
 
 
 def _nova_string(value):
-    if isinstance(value, bool):
-        return 'true' if value else 'false'
-    return str(value)
+    # NOTE(founders): YAML's true is nova's 'true', not Python's 'True'.
+    return str(value).lower() if isinstance(value, bool) else str(value)
 
 
 def _item(record, data, path):
