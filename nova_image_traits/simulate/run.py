@@ -42,12 +42,6 @@ PROJECT = 'simulated-project'
 USER = 'simulated-user'
 
 
-def _candidate_query(query, root=None, image_traits=()):
-    """``GET /allocation_candidates`` URL for a boot query."""
-    return '/allocation_candidates?' + pl_query.urlencode(
-        pl_query.candidate_params(query, root, image_traits=image_traits))
-
-
 @dataclasses.dataclass
 class Judged:
     """One case, judged: what the tables and the drawing show."""
@@ -184,9 +178,11 @@ class SimulatedCloud:
         # NOTE(founders): in a tree first; placement leaves sharing
         # providers out of in_tree queries, so a host whose disk is shared
         # needs the unrestricted query, filtered to this host.
-        for url in (_candidate_query(query, root, traits),
-                    _candidate_query(query, image_traits=traits)):
-            body = self.builder.get(url)
+        for in_tree in (root, None):
+            body = self.builder.get(
+                '/allocation_candidates?' + pl_query.urlencode(
+                    pl_query.candidate_params(query, in_tree,
+                                              image_traits=traits)))
             for areq in body['allocation_requests']:
                 allocs = areq['allocations']
                 if set(allocs) <= usable and set(allocs) & tree:
