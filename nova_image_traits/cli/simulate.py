@@ -19,7 +19,7 @@ install: the other commands and the decision path do not need them.
 
 import importlib
 
-from cliff.formatters import base
+from cliff.formatters import value
 from cliff import lister
 from stevedore import extension
 
@@ -41,22 +41,6 @@ def _simulator(name):
             'nova-image-traits has no simulator (%s)' % e)
 
 
-class DotFormatter(base.ListFormatter):
-    """Write the DOT text of a command's single ``DOT`` column, verbatim.
-
-    Added to ``simulate``'s ``-f`` choices only: its rows carry DOT text,
-    not data, so it is not registered for every cliff command.
-    """
-
-    def add_argument_group(self, parser):
-        pass
-
-    def emit_list(self, column_names, data, stdout, parsed_args):
-        for row in data:
-            text = str(row[0])
-            stdout.write(text if text.endswith('\n') else text + '\n')
-
-
 class Simulate(cli.CommandMixin, lister.Lister):
     """Compare every strategy on every rebuild case of a simulated cloud.
 
@@ -72,10 +56,12 @@ class Simulate(cli.CommandMixin, lister.Lister):
                'Allowed', 'Fallback', 'Missing', 'Requests', 'Reason')
 
     def _load_formatter_plugins(self):
+        # NOTE(founders): -f dot prints the single DOT cell as it is, as
+        # -f value does; it is added here only, not for every command.
         plugins = super()._load_formatter_plugins()
         return extension.ExtensionManager.make_test_instance(
             list(plugins.extensions) + [extension.Extension(
-                'dot', None, DotFormatter, DotFormatter())],
+                'dot', None, value.ValueFormatter, value.ValueFormatter())],
             namespace=plugins.namespace)
 
     def get_parser(self, prog_name):
@@ -106,16 +92,13 @@ class Simulate(cli.CommandMixin, lister.Lister):
         cli.add_config_option(parser)
         return parser
 
-    @staticmethod
-    def _compact(parsed_args):
-        return (parsed_args.formatter == 'table' and not parsed_args.long
-                and not parsed_args.matrix)
+    #: The lines printed under the compact matrix.
+    _legend = ()
 
     def produce_output(self, parsed_args, column_names, data):
         result = super().produce_output(parsed_args, column_names, data)
-        if self._compact(parsed_args):
-            for line in _simulator('tables').legend(*self._legend):
-                self.app.stdout.write(line + '\n')
+        for line in self._legend:
+            self.app.stdout.write(line + '\n')
         return result
 
     def take_action(self, parsed_args):
@@ -136,8 +119,10 @@ class Simulate(cli.CommandMixin, lister.Lister):
         if drawing:
             return ('DOT',), [(_simulator('dot').render(
                 [j.panel for j in judged]),)]
-        if self._compact(parsed_args):
-            self._legend = (names, [d for j in judged for d in j.decisions])
+        if (parsed_args.formatter == 'table' and not parsed_args.long
+                and not parsed_args.matrix):
+            self._legend = tables.legend(
+                names, [d for j in judged for d in j.decisions])
             return tables.compact(names, judged)
         if parsed_args.matrix:
             return tables.matrix(names, judged)

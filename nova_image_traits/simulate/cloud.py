@@ -36,12 +36,10 @@ class ComputeNode:
     """A root provider and its nested children.
 
     :param uuid: the root provider's UUID
-    :param name: the root provider's name
     :param children: child provider UUIDs keyed by child name
     """
 
     uuid: str
-    name: str
     children: dict = dataclasses.field(default_factory=dict)
 
 
@@ -50,18 +48,7 @@ def inventory_record(value):
 
     :param value: an integer total, or a dict of inventory fields
     """
-    if isinstance(value, dict):
-        return dict(value)
-    return {'total': int(value)}
-
-
-def _capacity(record):
-    """Return how much of an inventory consumers can use in total.
-
-    :param record: an inventory dict as placement returns it
-    """
-    return int((record['total'] - record['reserved']) *
-               record['allocation_ratio'])
+    return dict(value) if isinstance(value, dict) else {'total': int(value)}
 
 
 class CloudBuilder(http.PlacementHTTP):
@@ -72,34 +59,28 @@ class CloudBuilder(http.PlacementHTTP):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self._known_traits = set()
-        self._known_classes = set()
+        self._created = set()
 
     # -- traits and resource classes ---------------------------------------
 
-    def ensure_traits(self, names):
-        """Create the custom traits among ``names``.
+    def ensure_custom(self, collection, names):
+        """Create the custom traits or resource classes among ``names``.
 
-        Standard traits already exist; unknown standard names are left for
+        Standard ones already exist; unknown standard names are left for
         placement to reject when they are used.
 
-        :param names: trait names
+        :param collection: ``'traits'`` or ``'resource_classes'``
+        :param names: trait or resource class names
         """
         for name in names:
-            if name.startswith('CUSTOM_') and name not in self._known_traits:
-                self.request('PUT', '/traits/%s' % name, expect=(201, 204))
-                self._known_traits.add(name)
+            path = '/%s/%s' % (collection, name)
+            if name.startswith('CUSTOM_') and path not in self._created:
+                self.request('PUT', path, expect=(201, 204))
+                self._created.add(path)
 
-    def ensure_resource_classes(self, names):
-        """Create the custom resource classes among ``names``.
-
-        :param names: resource class names
-        """
-        for name in names:
-            if name.startswith('CUSTOM_') and name not in self._known_classes:
-                self.request('PUT', '/resource_classes/%s' % name,
-                             expect=(201, 204))
-                self._known_classes.add(name)
+    def ensure_traits(self, names):
+        """Create the custom traits among ``names``."""
+        self.ensure_custom('traits', names)
 
     # -- providers ----------------------------------------------------------
 
@@ -116,12 +97,18 @@ class CloudBuilder(http.PlacementHTTP):
             body['parent_provider_uuid'] = parent_uuid
         return self.request('POST', '/resource_providers', body)['uuid']
 
-    def generation(self, rp_uuid):
-        """Return a provider's current generation.
+    def _replace(self, rp_uuid, what, generation, **body):
+        """PUT a provider's ``what`` (inventories, traits) at a generation.
 
-        :param rp_uuid: provider UUID
+        :param generation: the provider's generation; read when None
+        :returns: the provider's new generation
         """
-        return self.get('/resource_providers/%s' % rp_uuid)['generation']
+        if generation is None:
+            generation = self.get(
+                '/resource_providers/%s' % rp_uuid)['generation']
+        body['resource_provider_generation'] = generation
+        return self.request('PUT', '/resource_providers/%s/%s' % (
+            rp_uuid, what), body)['resource_provider_generation']
 
     def set_inventory(self, rp_uuid, inventories, generation=None):
         """Replace all inventories of a provider.
@@ -132,17 +119,9 @@ class CloudBuilder(http.PlacementHTTP):
         :param generation: the provider's generation if known
         :returns: the provider's new generation
         """
-        self.ensure_resource_classes(inventories)
-        if generation is None:
-            generation = self.generation(rp_uuid)
-        body = {
-            'resource_provider_generation': generation,
-            'inventories': {rc: inventory_record(value)
-                            for rc, value in inventories.items()},
-        }
-        resp = self.request(
-            'PUT', '/resource_providers/%s/inventories' % rp_uuid, body)
-        return resp['resource_provider_generation']
+        self.ensure_custom('resource_classes', inventories)
+        return self._replace(rp_uuid, 'inventories', generation, inventories={
+            rc: inventory_record(value) for rc, value in inventories.items()})
 
     def set_traits(self, rp_uuid, traits, generation=None):
         """Replace the traits of a provider.
@@ -154,13 +133,7 @@ class CloudBuilder(http.PlacementHTTP):
         """
         traits = sorted(set(traits))
         self.ensure_traits(traits)
-        if generation is None:
-            generation = self.generation(rp_uuid)
-        body = {'resource_provider_generation': generation,
-                'traits': traits}
-        resp = self.request(
-            'PUT', '/resource_providers/%s/traits' % rp_uuid, body)
-        return resp['resource_provider_generation']
+        return self._replace(rp_uuid, 'traits', generation, traits=traits)
 
     def add_to_aggregate(self, rp_uuid, agg_uuid):
         """Add a provider to an aggregate, keeping its other aggregates.
@@ -191,8 +164,7 @@ class CloudBuilder(http.PlacementHTTP):
         :returns: the provider UUID
         """
         rp_uuid = self.create_provider(name)
-        gen = self.set_inventory(rp_uuid, inventory, generation=0)
-        self.set_traits(rp_uuid, set(traits) | {SHARES_TRAIT}, generation=gen)
+        self._populate(rp_uuid, inventory, set(traits) | {SHARES_TRAIT})
         self.add_to_aggregate(rp_uuid, agg_uuid)
         return rp_uuid
 
@@ -210,7 +182,7 @@ class CloudBuilder(http.PlacementHTTP):
             self.set_traits(rp_uuid, traits, generation=gen)
 
     def create_compute_node(self, name, vcpus=8, memory_mb=16384,
-                            disk_gb=100, traits=(), children=(), uuid=None):
+                            disk_gb=100, traits=(), children=()):
         """Create a compute node root provider and nested children.
 
         :param name: root provider name
@@ -221,14 +193,13 @@ class CloudBuilder(http.PlacementHTTP):
         :param children: dicts with ``name`` and optional ``inventory``,
             ``traits`` and ``parent`` (name of an earlier child; default
             the root), created in order
-        :param uuid: root provider UUID; generated when None
         :returns: a :class:`ComputeNode`
         """
         totals = {'VCPU': vcpus, 'MEMORY_MB': memory_mb, 'DISK_GB': disk_gb}
-        root = self.create_provider(name, uuid=uuid)
+        root = self.create_provider(name)
         self._populate(root, {rc: n for rc, n in totals.items() if n},
                        traits)
-        node = ComputeNode(uuid=root, name=name)
+        node = ComputeNode(uuid=root)
         for child in children:
             parent = node.children[child['parent']] if child.get(
                 'parent') else root
@@ -240,15 +211,13 @@ class CloudBuilder(http.PlacementHTTP):
 
     # -- allocations ------------------------------------------------------
 
-    def allocate(self, consumer_uuid, allocations, project_id, user_id,
-                 consumer_type='INSTANCE'):
+    def allocate(self, consumer_uuid, allocations, project_id, user_id):
         """Replace a consumer's allocations.
 
         :param consumer_uuid: consumer UUID
         :param allocations: ``{rp_uuid: {rc: amount}}``
         :param project_id: project owning the consumer
         :param user_id: user owning the consumer
-        :param consumer_type: sent from microversion 1.38 on
         """
         path = '/allocations/%s' % consumer_uuid
         current = self.get(path)
@@ -260,7 +229,7 @@ class CloudBuilder(http.PlacementHTTP):
             'consumer_generation': current.get('consumer_generation'),
         }
         if self.microversion >= (1, 38):
-            body['consumer_type'] = consumer_type
+            body['consumer_type'] = 'INSTANCE'
         self.request('PUT', path, body, expect=(204,))
 
     def fill(self, rp_uuid, rc):
@@ -276,7 +245,8 @@ class CloudBuilder(http.PlacementHTTP):
                           (rp_uuid, rc))
         used = self.get('/resource_providers/%s/usages' %
                         rp_uuid)['usages'].get(rc, 0)
-        free = _capacity(record) - used
+        free = int((record['total'] - record['reserved']) *
+                   record['allocation_ratio']) - used
         step = record['step_size']
         chunk = record['max_unit'] - record['max_unit'] % step
         consumers = []

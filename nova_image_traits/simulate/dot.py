@@ -66,9 +66,8 @@ def _esc(text):
     return html.escape(str(text), quote=True)
 
 
-def _font(text, colour, bold=False):
-    inner = '<b>%s</b>' % text if bold else text
-    return '<font color="%s">%s</font>' % (colour, inner)
+def _font(text, colour):
+    return '<font color="%s">%s</font>' % (colour, text)
 
 
 def _amounts(mapping):
@@ -84,11 +83,8 @@ def _provider_label(provider, required):
         rows.append(_amounts(provider.inventory))
     if provider.usage:
         rows.append('<i>server uses: %s</i>' % _amounts(provider.usage))
-    for trait in sorted(provider.traits):
-        if trait in required:
-            rows.append(_font('&#10004; ' + _esc(trait), GREEN, bold=True))
-        else:
-            rows.append(_esc(trait))
+    rows += [_font('<b>&#10004; %s</b>' % _esc(t), GREEN) if t in required
+             else _esc(t) for t in sorted(provider.traits)]
     return '<%s>' % '<br/>'.join(rows)
 
 
@@ -109,16 +105,12 @@ def _title(panel):
 
 
 def _missing_label(panel, present):
-    rows = []
-    for trait in sorted(panel.required - present):
-        rows.append(_font('&#10008; %s: on no provider' % _esc(trait), RED))
-    for trait in sorted(panel.required & panel.forbidden):
-        rows.append(_font('&#10008; %s: forbidden by the flavor'
-                          % _esc(trait), RED))
-    for prop in panel.invalid:
-        rows.append(_font('&#10008; %s: not a valid trait name'
-                          % _esc(prop), RED))
-    return '<%s>' % '<br/>'.join(rows) if rows else None
+    rows = ['%s: on no provider' % t for t in sorted(panel.required - present)]
+    rows += ['%s: forbidden by the flavor' % t
+             for t in sorted(panel.required & panel.forbidden)]
+    rows += ['%s: not a valid trait name' % p for p in panel.invalid]
+    return '<%s>' % '<br/>'.join(
+        _font('&#10008; ' + _esc(r), RED) for r in rows) if rows else None
 
 
 def _node_id(index, uuid):
@@ -158,9 +150,12 @@ def _panel(index, panel):
     return lines
 
 
-def render(panels, name='nova-image-traits'):
-    """Return one DOT digraph with a cluster per :class:`Panel`."""
-    lines = ['digraph "%s" {' % _esc(name),
+def render(panels):
+    """Return one DOT digraph with a cluster per :class:`Panel`.
+
+    The text has no final newline: the output formatter adds it.
+    """
+    lines = ['digraph "nova-image-traits" {',
              '  graph [rankdir=TB, fontname="Helvetica", fontsize=11];',
              '  node [shape=box, style=rounded, fontname="Helvetica", '
              'fontsize=10];',
@@ -168,56 +163,42 @@ def render(panels, name='nova-image-traits'):
     for index, panel in enumerate(panels):
         lines.extend(_panel(index, panel))
     lines.append('}')
-    return '\n'.join(lines) + '\n'
+    return '\n'.join(lines)
 
 
 # -- reading a case's tree back from placement -------------------------------
 
-def panel(cloud, case, decisions):
+def panel(cloud, case, request, decisions):
     """A :class:`Panel` for a case of a running simulated cloud.
 
+    The host's tree and sharing providers are read back from placement.
+
     :param cloud: a :class:`~.run.SimulatedCloud`
+    :param request: the case's :class:`RebuildRequest`
     :param decisions: the case's decisions, one per strategy
     """
-    scn = cloud.scenario
-    server = scn.by_name('servers')[case.server]
-    host = scn.by_name('hosts')[server.host]
-    wanted = nit_traits.image_traits(
-        scn.by_name('images')[case.image].properties)
-    usage = cloud.allocations[server.name]
+    b, root = cloud.builder, request.compute_node_uuid
+    host = cloud.scenario.by_name('hosts')[request.host]
+    sharing = cloud.sharing(host)
+    usage = cloud.allocations[request.instance_uuid]
+    found = b.get('/resource_providers?in_tree=%s' % root)[
+        'resource_providers'] + [b.get('/resource_providers/%s' % rp)
+                                 for rp in sorted(sharing)]
     providers = []
-    for rp in _read_tree(cloud, host):
-        rp.usage = usage.get(rp.uuid, {})
-        providers.append(rp)
+    for rp in found:
+        path = '/resource_providers/%s' % rp['uuid']
+        providers.append(Provider(
+            uuid=rp['uuid'], name=rp['name'],
+            parent=rp.get('parent_provider_uuid'),
+            traits=frozenset(b.get(path + '/traits')['traits']),
+            inventory={rc: v['total'] for rc, v in
+                       b.get(path + '/inventories')['inventories'].items()},
+            sharing=rp['uuid'] in sharing, usage=usage.get(rp['uuid'], {})))
+    wanted = nit_traits.image_traits(request.image_properties)
     return Panel(
         title='%s: rebuild %s (on %s) with %s' % (
-            case.name, server.name, host.name, case.image),
-        root=cloud.providers[host.name], providers=providers,
-        required=wanted.required,
-        forbidden=scn.by_name('flavors')[
-            server.flavor].to_flavor().forbidden_traits,
+            case.name, case.server, host.name, case.image),
+        root=root, providers=providers, required=wanted.required,
+        forbidden=request.flavor.forbidden_traits,
         invalid=tuple(prop for prop, _why in wanted.invalid),
         verdicts=[(d.strategy, d.outcome, d.fallback) for d in decisions])
-
-
-def _read_tree(cloud, host):
-    """Read a host's tree and sharing providers back from placement."""
-    b, root = cloud.builder, cloud.providers[host.name]
-    found = b.get('/resource_providers?in_tree=%s' % root)[
-        'resource_providers']
-    sharing = set(cloud.sharing(host))
-    found += [b.get('/resource_providers/%s' % rp) for rp in sorted(
-        sharing)]
-    result = []
-    for rp in found:
-        uuid = rp['uuid']
-        inv = b.get('/resource_providers/%s/inventories' % uuid)
-        result.append(Provider(
-            uuid=uuid, name=rp['name'],
-            parent=rp.get('parent_provider_uuid'),
-            traits=frozenset(b.get('/resource_providers/%s/traits'
-                                   % uuid)['traits']),
-            inventory={rc: v['total'] for rc, v in
-                       inv['inventories'].items()},
-            sharing=uuid in sharing))
-    return result

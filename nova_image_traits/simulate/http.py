@@ -27,6 +27,8 @@ from nova_image_traits.placement import query
 MAX_MICROVERSION = (1, 39)
 #: Lowest: consumer generations in PUT /allocations arrived in 1.28.
 MIN_MICROVERSION = (1, 28)
+#: Per-request timeout in seconds.
+TIMEOUT = 30
 
 
 class PlacementRequestError(Exception):
@@ -37,15 +39,19 @@ class PlacementRequestError(Exception):
 
         :param method: HTTP method
         :param path: request path with query
-        :param status: HTTP status received
+        :param status: HTTP status received, kept as :attr:`status`
         :param body: response body text
         """
-        self.method = method
-        self.path = path
         self.status = status
-        self.body = body
         super().__init__('%s %s returned %s: %s' % (method, path, status,
                                                     body))
+
+
+class _ThreadSession(threading.local):
+    """A ``requests.Session`` for each thread."""
+
+    def __init__(self):
+        self.session = requests.Session()
 
 
 class PlacementHTTP:
@@ -53,40 +59,26 @@ class PlacementHTTP:
 
     :param endpoint: placement base URL, e.g. ``http://127.0.0.1:PORT``
     :param token: value of the ``X-Auth-Token`` header
-    :param max_microversion: highest microversion to use, ``"X.Y"``; the
-        client uses the highest one both sides support
-    :param timeout: per-request timeout in seconds
     """
 
-    def __init__(self, endpoint, token='admin', max_microversion='1.39',
-                 timeout=30):
+    def __init__(self, endpoint, token='admin'):
         self.endpoint = endpoint.rstrip('/')
         self.token = token
-        self.timeout = timeout
-        self._wanted = min(query.parse_version(max_microversion),
-                           MAX_MICROVERSION)
         self._version = None
-        self._local = threading.local()
-
-    def _session(self):
-        """Return this thread's ``requests.Session``."""
-        session = getattr(self._local, 'session', None)
-        if session is None:
-            session = self._local.session = requests.Session()
-        return session
+        self._local = _ThreadSession()
 
     @property
     def microversion(self):
         """The negotiated microversion as ``(major, minor)``."""
         if self._version is None:
-            resp = self._session().get(self.endpoint + '/',
-                                       timeout=self.timeout)
+            resp = self._local.session.get(self.endpoint + '/',
+                                           timeout=TIMEOUT)
             if resp.status_code != 200:
                 raise PlacementRequestError('GET', '/', resp.status_code,
                                             resp.text)
             server_max = query.parse_version(
                 resp.json()['versions'][0]['max_version'])
-            version = min(server_max, self._wanted)
+            version = min(server_max, MAX_MICROVERSION)
             if version < MIN_MICROVERSION:
                 raise PlacementRequestError(
                     'GET', '/', resp.status_code,
@@ -112,9 +104,9 @@ class PlacementHTTP:
             'OpenStack-API-Version': 'placement %d.%d' % self.microversion,
             'Accept': 'application/json',
         })
-        resp = self._session().request(
+        resp = self._local.session.request(
             method, self.endpoint + path, json=body, headers=headers,
-            timeout=self.timeout)
+            timeout=TIMEOUT)
         if resp.status_code not in expect:
             raise PlacementRequestError(method, path, resp.status_code,
                                         resp.text)

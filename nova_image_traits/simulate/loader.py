@@ -32,7 +32,6 @@ class ScenarioError(cli.UsageError):
     """
 
     def __init__(self, source, line, field, message):
-        self.source = source
         self.line = line
         self.field = field
         self.message = message
@@ -42,18 +41,20 @@ class ScenarioError(cli.UsageError):
 
 
 class Mapping(dict):
-    """A YAML mapping that remembers where its keys and values are."""
+    """A YAML mapping that remembers where its keys and values are.
 
-    line = 0
-    key_lines = None
-    value_lines = None
+    :ivar line: the 1-based line where the mapping starts
+    :ivar key_lines: key to the line of that key
+    :ivar value_lines: key to the line of its value
+    """
 
 
 class Sequence(list):
-    """A YAML sequence that remembers where its items are."""
+    """A YAML sequence that remembers where its items are.
 
-    line = 0
-    item_lines = None
+    :ivar line: the 1-based line where the sequence starts
+    :ivar item_lines: the line of each item, in order
+    """
 
 
 class _Loader(yaml.SafeLoader):
@@ -72,8 +73,7 @@ def _construct_mapping(loader, node):
     loader.flatten_mapping(node)
     # NOTE(founders): flatten_mapping puts the pairs of merge keys (<<)
     # first; an explicit key may override them, as YAML allows.
-    merged = len(node.value) - len(explicit)
-    from_merge = set()
+    merged, seen = len(node.value) - len(explicit), set()
     for index, (key_node, value_node) in enumerate(node.value):
         key = loader.construct_object(key_node, deep=True)
         line = key_node.start_mark.line + 1
@@ -82,14 +82,12 @@ def _construct_mapping(loader, node):
         except TypeError:
             raise ScenarioError(loader.source, line, None,
                                 'a mapping key must be a plain value')
-        if key in data and key not in from_merge and index >= merged:
-            raise ScenarioError(loader.source, line, str(key),
-                                'duplicate key (first on line %d)'
-                                % data.key_lines[key])
-        if index < merged:
-            from_merge.add(key)
-        else:
-            from_merge.discard(key)
+        if index >= merged:
+            if key in seen:
+                raise ScenarioError(loader.source, line, str(key),
+                                    'duplicate key (first on line %d)'
+                                    % data.key_lines[key])
+            seen.add(key)
         data[key] = loader.construct_object(value_node, deep=True)
         data.key_lines[key] = line
         data.value_lines[key] = value_node.start_mark.line + 1
@@ -111,60 +109,40 @@ _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG,
 
 def kind(value):
     """Say what a YAML value is, for error messages: 'a list'..."""
-    if value is None:
-        return 'nothing'
-    if isinstance(value, bool):
-        return 'a boolean'
-    if isinstance(value, int):
-        return 'an integer'
-    if isinstance(value, float):
-        return 'a number'
     if isinstance(value, str):
         return 'a string %s' % nit_traits.quote(value)
-    if isinstance(value, dict):
-        return 'a mapping'
-    if isinstance(value, list):
-        return 'a list'
+    # NOTE(founders): bool before int, of which it is a subclass.
+    for cls, text in ((type(None), 'nothing'), (bool, 'a boolean'),
+                      (int, 'an integer'), (float, 'a number'),
+                      (dict, 'a mapping'), (list, 'a list')):
+        if isinstance(value, cls):
+            return text
     return 'a %s' % type(value).__name__
 
 
-def field_name(path, data=None):
-    """Return a dotted field name, ``hosts[0].traits[1]``, or None.
+def locate(data, path, key=False):
+    """Return the line and the dotted field name of the value at ``path``.
 
-    :param path: the keys and indexes from the document's root
-    :param data: the document; with it, an integer key of a mapping
-        (``1:`` under ``extra_specs``) is named as a key, not an index
-    """
-    text = ''
-    for part in path:
-        if isinstance(part, int) and (data is None or
-                                      isinstance(data, list)):
-            text += '[%d]' % part
-        else:
-            text += '.%s' % part if text else str(part)
-        if isinstance(data, (dict, list)):
-            try:
-                data = data[part]
-            except (KeyError, IndexError, TypeError):
-                data = None
-    return text or None
-
-
-def line_of(data, path, key=False):
-    """Return the line of the value at ``path`` (of its key if ``key``).
+    The name is like ``hosts[0].traits[1]``, None for the document itself;
+    an integer key of a mapping (``1:`` under ``extra_specs``) is named as
+    a key, not an index.
 
     :param data: the document, as :func:`parse` returns it
     :param path: the keys and indexes from the document's root
+    :param key: give the line of the last key rather than of its value
     """
-    parent, node = None, data
+    parent, node, name = None, data, None
     for part in path:
+        if isinstance(node, list):
+            name = '%s[%d]' % (name, part)
+        else:
+            name = '%s.%s' % (name, part) if name else str(part)
         parent, node = node, node[part]
     if parent is None:
-        return getattr(data, 'line', None) or 1
-    last = path[-1]
+        return getattr(data, 'line', None) or 1, None
     if isinstance(parent, Sequence):
-        return parent.item_lines[last]
-    return (parent.key_lines if key else parent.value_lines)[last]
+        return parent.item_lines[path[-1]], name
+    return (parent.key_lines if key else parent.value_lines)[path[-1]], name
 
 
 def parse(text, source):

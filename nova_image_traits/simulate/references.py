@@ -62,15 +62,13 @@ def check(scn):
                        ('servers', 'server'), ('cases', 'case')):
         _unique(src, getattr(scn, kind), set(), what)
 
-    hosts, sharing = scn.by_name('hosts'), scn.by_name('sharing_providers')
+    hosts = scn.by_name('hosts')
     for server in scn.servers:
         _known(src, server, 'host', hosts, 'host')
         _known(src, server, 'flavor', scn.by_name('flavors'), 'flavor')
         _known(src, server, 'image', scn.by_name('images'), 'image')
         host = hosts[server.host]
-        reachable = {host.name} | {c.name for c in host.children} | {
-            s.name for s in sharing.values()
-            if set(s.aggregates) & set(host.aggregates)}
+        reachable = set(host.tree()) | {s.name for s in scn.sharing(host)}
         for name in server.allocations or {}:
             if name not in reachable:
                 raise _ref_error(

@@ -18,6 +18,7 @@ flavor and image on its host, as at boot. Hosts marked ``full`` then have
 their remaining VCPU consumed. Every strategy then judges every case.
 """
 
+import collections
 import dataclasses
 import uuid as uuid_lib
 
@@ -41,12 +42,6 @@ PROJECT = 'simulated-project'
 USER = 'simulated-user'
 
 
-def _candidate_query(query, root=None, image_traits=()):
-    """``GET /allocation_candidates`` URL for a boot query."""
-    return '/allocation_candidates?' + pl_query.urlencode(
-        pl_query.candidate_params(query, root, image_traits=image_traits))
-
-
 @dataclasses.dataclass
 class Judged:
     """One case, judged: what the tables and the drawing show."""
@@ -66,22 +61,28 @@ def judge(scn, cases, decide, drawing=False):
     """
     results = []
     with SimulatedCloud(scn) as cloud:
-        client = cloud.client()
+        auth = token_endpoint.Token(cloud.server.endpoint, cloud.server.token)
+        client = placement.PlacementClient(ks_adapter.Adapter(
+            ks_session.Session(auth=auth), service_type='placement',
+            endpoint_override=cloud.server.endpoint))
         for case in cases:
             request = cloud.request(case)
             decisions = decide(request, client)
             results.append(Judged(
-                case, request, cloud.where(case), decisions,
-                dot.panel(cloud, case, decisions) if drawing else None))
+                case, request, cloud.where(request), decisions,
+                dot.panel(cloud, case, request, decisions) if drawing
+                else None))
     return results
 
 
 class SimulatedCloud:
     """A scenario loaded into a real placement running in this process.
 
+    A context manager: entering starts placement and loads the scenario.
+
     :ivar providers: provider name to UUID
     :ivar servers: server name to UUID (its placement consumer)
-    :ivar allocations: server name to ``{rp_uuid: {rc: amount}}``
+    :ivar allocations: server UUID to ``{rp_uuid: {rc: amount}}``
     """
 
     def __init__(self, scn):
@@ -89,19 +90,13 @@ class SimulatedCloud:
         self.providers = {}
         self.servers = {}
         self.allocations = {}
-        self.aggregates = {}
+        # NOTE(founders): an aggregate name's UUID, made on first use.
+        self.aggregates = collections.defaultdict(
+            lambda: str(uuid_lib.uuid4()))
         self.server = None
         self.builder = None
 
     def __enter__(self):
-        return self.start()
-
-    def __exit__(self, *exc_info):
-        self.stop()
-        return False
-
-    def start(self):
-        """Start placement and load the scenario into it."""
         try:
             # NOTE(founders): placement is the [simulate] extra; a scenario
             # is validated before it is needed.
@@ -116,77 +111,58 @@ class SimulatedCloud:
                                                   token=self.server.token)
             self._build()
         except BaseException:
-            self.stop()
+            self.server.stop()
             raise
         return self
 
-    def stop(self):
-        if self.server is not None:
-            self.server.stop()
-            self.server = None
-
-    def client(self):
-        """A :class:`~nova_image_traits.placement.PlacementClient` for it."""
-        auth = token_endpoint.Token(self.server.endpoint, self.server.token)
-        adapter = ks_adapter.Adapter(
-            ks_session.Session(auth=auth), service_type='placement',
-            endpoint_override=self.server.endpoint)
-        return placement.PlacementClient(adapter)
+    def __exit__(self, *exc_info):
+        self.server.stop()
+        return False
 
     # -- building --------------------------------------------------------
-
-    def _aggregate(self, name):
-        return self.aggregates.setdefault(name, str(uuid_lib.uuid4()))
 
     def _build(self):
         scn, b = self.scenario, self.builder
         for sp in scn.sharing_providers:
-            aggs = [self._aggregate(a) for a in sp.aggregates]
-            rp = b.make_sharing_provider(sp.name, aggs[0], sp.inventory,
-                                         sp.traits)
-            for agg in aggs[1:]:
-                b.add_to_aggregate(rp, agg)
+            rp = b.make_sharing_provider(
+                sp.name, self.aggregates[sp.aggregates[0]], sp.inventory,
+                sp.traits)
+            for agg in sp.aggregates[1:]:
+                b.add_to_aggregate(rp, self.aggregates[agg])
             self.providers[sp.name] = rp
         for host in scn.hosts:
             node = b.create_compute_node(
                 host.name, vcpus=host.vcpus, memory_mb=host.memory_mb,
-                disk_gb=host.disk_gb, traits=host.traits, children=[
-                    {'name': c.name, 'parent': c.parent,
-                     'inventory': c.inventory, 'traits': c.traits}
-                    for c in host.children])
+                disk_gb=host.disk_gb, traits=host.traits,
+                children=[dataclasses.asdict(c) for c in host.children])
             self.providers[host.name] = node.uuid
             self.providers.update(node.children)
             for agg in host.aggregates:
-                b.add_to_aggregate(node.uuid, self._aggregate(agg))
+                b.add_to_aggregate(node.uuid, self.aggregates[agg])
+        # NOTE(founders): in the file's order: where placement puts a
+        # server depends on the servers placed before it.
         for server in scn.servers:
-            self._place(server)
-        for host in scn.hosts:
-            if host.full:
-                self._fill(host)
+            consumer = str(uuid_lib.uuid4())
+            allocs = self._choose(server) if server.allocations is None else {
+                self.providers[name]: dict(resources)
+                for name, resources in server.allocations.items()}
+            b.allocate(consumer, allocs, PROJECT, USER)
+            self.servers[server.name] = consumer
+            self.allocations[consumer] = allocs
+        # A full host: the VCPU left on every provider of its tree is used.
+        for host in [h for h in scn.hosts if h.full]:
+            for rp in [self.providers[name] for name in host.tree()]:
+                if 'VCPU' in b.get('/resource_providers/%s/inventories'
+                                   % rp)['inventories']:
+                    b.fill(rp, 'VCPU')
         LOG.debug('Simulated cloud %(src)s: %(p)d providers, %(s)d servers',
                   {'src': scn.source, 'p': len(self.providers),
                    's': len(self.servers)})
 
-    def _place(self, server):
-        consumer = str(uuid_lib.uuid4())
-        if server.allocations is not None:
-            allocs = {self.providers[name]: dict(resources)
-                      for name, resources in server.allocations.items()}
-        else:
-            allocs = self._choose(server)
-        self.builder.allocate(consumer, allocs, PROJECT, USER)
-        self.servers[server.name] = consumer
-        self.allocations[server.name] = allocs
-
-    def _tree(self, host):
-        return {self.providers[host.name]} | {
-            self.providers[c.name] for c in host.children}
-
     def sharing(self, host):
         """The UUIDs of the sharing providers of a host's aggregates."""
         return {self.providers[sp.name]
-                for sp in self.scenario.sharing_providers
-                if set(sp.aggregates) & set(host.aggregates)}
+                for sp in self.scenario.sharing(host)}
 
     def _choose(self, server):
         """The allocation placement offers at boot on the server's host."""
@@ -197,14 +173,16 @@ class SimulatedCloud:
         query = flavor.resource_query()
         traits = nit_traits.image_traits(image.properties).required
         root = self.providers[host.name]
-        tree, usable = self._tree(host), self._tree(host) | self.sharing(
-            host)
+        tree = {self.providers[name] for name in host.tree()}
+        usable = tree | self.sharing(host)
         # NOTE(founders): in a tree first; placement leaves sharing
         # providers out of in_tree queries, so a host whose disk is shared
         # needs the unrestricted query, filtered to this host.
-        for url in (_candidate_query(query, root, traits),
-                    _candidate_query(query, image_traits=traits)):
-            body = self.builder.get(url)
+        for in_tree in (root, None):
+            body = self.builder.get(
+                '/allocation_candidates?' + pl_query.urlencode(
+                    pl_query.candidate_params(query, in_tree,
+                                              image_traits=traits)))
             for areq in body['allocation_requests']:
                 allocs = areq['allocations']
                 if set(allocs) <= usable and set(allocs) & tree:
@@ -214,14 +192,6 @@ class SimulatedCloud:
             scn.source, server.lines.get('host'), server.path + '.host',
             'placement has no room for flavor %s on host %s; give the '
             'server explicit allocations' % (flavor.name, host.name))
-
-    def _fill(self, host):
-        for name in [host.name] + [c.name for c in host.children]:
-            rp = self.providers[name]
-            inventory = self.builder.get(
-                '/resource_providers/%s/inventories' % rp)['inventories']
-            if 'VCPU' in inventory:
-                self.builder.fill(rp, 'VCPU')
 
     # -- judging ---------------------------------------------------------
 
@@ -238,40 +208,29 @@ class SimulatedCloud:
                 server.image].properties,
             host=server.host)
 
-    def where(self, case):
+    def where(self, request):
         """Say where the new image's required traits sit, for the table."""
-        scn = self.scenario
-        server = scn.by_name('servers')[case.server]
-        host = scn.by_name('hosts')[server.host]
-        wanted = nit_traits.image_traits(
-            scn.by_name('images')[case.image].properties)
+        host = self.scenario.by_name('hosts')[request.host]
+        wanted = nit_traits.image_traits(request.image_properties)
         if wanted.invalid:
             return 'invalid name'
-        forbidden = scn.by_name('flavors')[
-            server.flavor].to_flavor().forbidden_traits
-        allocated = self.allocations[server.name]
+        allocated = self.allocations[request.instance_uuid]
         cells = []
         for trait in sorted(wanted.required):
             places = ['root'] if trait in host.traits else []
-            for child in host.children:
-                if trait in child.traits:
-                    places.append(self._named('child', child.name, host,
-                                              allocated))
-            for sp in scn.sharing_providers:
-                if trait in sp.traits and set(sp.aggregates) & set(
-                        host.aggregates):
-                    places.append(self._named('sharing', sp.name, None,
-                                              allocated))
+            places += [self._named('child', c.name, host.name + '-',
+                                   allocated)
+                       for c in host.children if trait in c.traits]
+            places += [self._named('sharing', sp.name, '', allocated)
+                       for sp in self.scenario.sharing(host)
+                       if trait in sp.traits]
             text = ', '.join(places) or 'nowhere'
-            if trait in forbidden:
+            if trait in request.flavor.forbidden_traits:
                 text += ' (forbidden by flavor)'
             cells.append(text if len(wanted.required) == 1 else
                          '%s: %s' % (trait, text))
         return '; '.join(cells) or '-'
 
-    def _named(self, kind, name, host, allocated):
-        short = name
-        if host is not None and name.startswith(host.name + '-'):
-            short = name[len(host.name) + 1:]
+    def _named(self, kind, name, prefix, allocated):
         mark = ' (allocated)' if self.providers[name] in allocated else ''
-        return '%s %s%s' % (kind, short, mark)
+        return '%s %s%s' % (kind, name.removeprefix(prefix), mark)

@@ -152,6 +152,10 @@ class _Invalid(Exception):
     """A format check's reason, which becomes the error's message."""
 
 
+_FORMATS = jsonschema.FormatChecker(formats=())
+
+
+@_FORMATS.checks('trait', raises=_Invalid)
 def _check_trait(name):
     if not isinstance(name, str):
         return True
@@ -162,6 +166,7 @@ def _check_trait(name):
     return True
 
 
+@_FORMATS.checks('resource-class', raises=_Invalid)
 def _check_resource_class(name):
     if not isinstance(name, str):
         return True
@@ -171,9 +176,6 @@ def _check_resource_class(name):
                    'CUSTOM_ one' % nit_traits.quote(name))
 
 
-_FORMATS = jsonschema.FormatChecker(formats=())
-_FORMATS.checks('trait', raises=_Invalid)(_check_trait)
-_FORMATS.checks('resource-class', raises=_Invalid)(_check_resource_class)
 _VALIDATOR = jsonschema.Draft202012Validator(SCHEMA, format_checker=_FORMATS)
 
 
@@ -193,29 +195,20 @@ def expected(schema):
 
 def _where(data, error):
     """Return ``(line, field, message)`` for a ValidationError."""
-    path = list(error.absolute_path)
-    value = error.instance
+    path, value, key = list(error.absolute_path), error.instance, False
     if error.validator == 'additionalProperties':
         known = error.schema['properties']
-        key = min((k for k in value if k not in known),
-                  key=lambda k: value.key_lines[k])
-        close = difflib.get_close_matches(str(key), known, 1)
-        return (value.key_lines[key], loader.field_name(path + [key], data),
-                'unknown field' + ('; did you mean %r?' % close[0] if close
-                                   else ' (known fields: %s)'
-                                   % ', '.join(sorted(known))))
-    if error.validator == 'required':
+        unknown = min((k for k in value if k not in known),
+                      key=lambda k: value.key_lines[k])
+        close = difflib.get_close_matches(str(unknown), known, 1)
+        path, key = path + [unknown], True
+        message = 'unknown field' + (
+            '; did you mean %r?' % close[0] if close
+            else ' (known fields: %s)' % ', '.join(sorted(known)))
+    elif error.validator == 'required':
         missing = [r for r in error.validator_value if r not in value]
-        return (loader.line_of(data, path), loader.field_name(path, data),
-                'missing required field %r' % missing[0])
-    if 'propertyNames' in error.relative_schema_path:
-        # NOTE(founders): jsonschema gives the mapping's path for a bad
-        # key; the key itself is the instance.
-        path = path + [value]
-        line = loader.line_of(data, path, key=True)
-    else:
-        line = loader.line_of(data, path)
-    if error.validator == 'format' and error.cause is not None:
+        message = 'missing required field %r' % missing[0]
+    elif error.validator == 'format' and error.cause is not None:
         message = str(error.cause)
     elif error.validator == 'minItems':
         message = 'expected at least one %s, got none' % error.schema[
@@ -223,7 +216,11 @@ def _where(data, error):
     else:
         message = 'expected %s, got %s' % (expected(error.schema),
                                            loader.kind(value))
-    return line, loader.field_name(path, data), message
+    if 'propertyNames' in error.relative_schema_path:
+        # NOTE(founders): jsonschema gives the mapping's path for a bad
+        # key; the key itself is the instance.
+        path, key = path + [value], True
+    return loader.locate(data, path, key) + (message,)
 
 
 def validate(data, source):

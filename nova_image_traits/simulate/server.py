@@ -32,6 +32,7 @@ reliable: a file database with concurrent requests fails placement's
 deferred transactions with "database is locked".
 """
 
+import contextlib
 import socket
 import socketserver
 import threading
@@ -53,6 +54,8 @@ LOG = logging.getLogger(__name__)
 
 #: Token accepted by placement's ``noauth2`` middleware as an admin.
 ADMIN_TOKEN = 'admin'
+#: A private in-memory SQLite database.
+_DATABASE = 'sqlite://'
 
 # Held while a server is running; see the module docstring.
 _ACTIVE = threading.Lock()
@@ -152,6 +155,9 @@ class PlacementServer:
 
     :param host: address to listen on
     :param port: TCP port; 0 picks a free one
+    :ivar port: the TCP port listened on, None when stopped
+    :ivar endpoint: base URL of the placement API,
+        ``http://127.0.0.1:PORT``, None when stopped
     """
 
     token = ADMIN_TOKEN
@@ -160,24 +166,11 @@ class PlacementServer:
 
     def __init__(self, host='127.0.0.1', port=0):
         self.host, self._port = host, port
-        # NOTE(founders): all set by start() and cleared by stop().
-        self.conf = self._httpd = self._thread = self._serializer = None
-        self._facade = self._reset_db = None
-        self._owns_active = False
-
-    @property
-    def port(self):
-        """The TCP port the server listens on (None when stopped)."""
-        if self._httpd is None:
-            return None
-        return self._httpd.server_address[1]
-
-    @property
-    def endpoint(self):
-        """Base URL of the placement API, e.g. ``http://127.0.0.1:PORT``."""
-        if self._httpd is None:
-            return None
-        return 'http://%s:%d' % (self.host, self.port)
+        # NOTE(founders): all set by start() and cleared by stop(), which
+        # undoes what start() did through _cleanup, last first.
+        self.conf = self._httpd = self._serializer = None
+        self.port = self.endpoint = None
+        self._cleanup = contextlib.ExitStack()
 
     @property
     def running(self):
@@ -196,30 +189,15 @@ class PlacementServer:
             raise PlacementServerError(
                 'another PlacementServer is running in this process; '
                 'placement keeps its database in a module global')
-        self._owns_active = True
+        self._cleanup.callback(_ACTIVE.release)
+        self._cleanup.callback(_reset_placement_globals)
         try:
-            app = self._load_app()
-            self._serve(app)
+            self._serve(self._load_app())
         except BaseException:
             self.stop()
             raise
         LOG.debug('Placement serving at %s', self.endpoint)
         return self
-
-    def _create_database(self):
-        """Create an in-memory database and patch placement onto it.
-
-        :returns: the SQLAlchemy URL of the database
-        """
-        url = 'sqlite://'
-        self._facade = enginefacade.transaction_context()
-        # NOTE(founders): thread_checkin only adds a sleep(0) per
-        # transaction, for eventlet.
-        self._facade.configure(connection=url, thread_checkin=False)
-        self._reset_db = db_api.placement_context_manager.patch_factory(
-            self._facade)
-        self._create_schema()
-        return url
 
     def _create_schema(self):
         """Create placement's tables in the fresh database."""
@@ -233,54 +211,47 @@ class PlacementServer:
         return app
 
     def _load_app(self):
-        """Return placement's whole pipeline on our database, to serve."""
-        url = self._create_database()
-        self.conf = _make_conf(url)
+        """Return placement's whole pipeline on a new database, to serve."""
+        facade = enginefacade.transaction_context()
+        # NOTE(founders): thread_checkin only adds a sleep(0) per
+        # transaction, for eventlet.
+        facade.configure(connection=_DATABASE, thread_checkin=False)
+        self._cleanup.callback(facade.dispose_pool)
+        self._cleanup.callback(
+            db_api.placement_context_manager.patch_factory(facade))
+        self._create_schema()
+        self.conf = _make_conf(_DATABASE)
         _reset_placement_globals()
         policy.init(self.conf, suppress_deprecation_warnings=True)
         # NOTE(founders): loadapp also syncs the standard traits and
-        # resource classes.
+        # resource classes. Requests accepted before a shutdown must not
+        # reach the database once it is gone: the serializer is closed.
         self._serializer = _Serializer(deploy.loadapp(self.conf))
+        self._cleanup.callback(self._serializer.close)
         return self._wrap(self._serializer)
 
     def _serve(self, app):
         """Bind a free port and serve ``app`` from a daemon thread."""
-        self._httpd = simple_server.make_server(
+        httpd = simple_server.make_server(
             self.host, self._port, app, server_class=_ThreadingWSGIServer,
             handler_class=self.handler_class)
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever, kwargs={'poll_interval': 0.05},
-            name='placement-%d' % self.port, daemon=True)
-        self._thread.start()
+        self._cleanup.callback(httpd.server_close)
+        thread = threading.Thread(
+            target=httpd.serve_forever, kwargs={'poll_interval': 0.05},
+            name='placement-%d' % httpd.server_port, daemon=True)
+        thread.start()
+        self._cleanup.callback(thread.join)
+        self._cleanup.callback(httpd.shutdown)
+        self._httpd, self.port = httpd, httpd.server_port
+        self.endpoint = 'http://%s:%d' % (self.host, self.port)
 
     def stop(self):
         """Stop serving, restore placement's globals, drop the database.
 
         Safe to call more than once, and after a failed :meth:`start`.
         """
-        httpd, self._httpd = self._httpd, None
-        if httpd is not None:
-            if self._thread is not None:
-                httpd.shutdown()
-            httpd.server_close()
-        if self._thread is not None:
-            self._thread.join()
-            self._thread = None
-        if self._serializer is not None:
-            # NOTE(founders): requests accepted before shutdown must not
-            # reach the database once it is gone.
-            self._serializer.close()
-            self._serializer = None
-        if self._reset_db is not None:
-            self._reset_db()
-            self._reset_db = None
-        if self._facade is not None:
-            self._facade.dispose_pool()
-            self._facade = None
-        if self._owns_active:
-            _reset_placement_globals()
-            self._owns_active = False
-            _ACTIVE.release()
+        self._httpd = self._serializer = self.port = self.endpoint = None
+        self._cleanup.close()
 
     def __enter__(self):
         return self.start()

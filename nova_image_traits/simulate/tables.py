@@ -51,18 +51,6 @@ def _cut(text, limit):
     return text if len(text) <= limit else text[:limit - 3] + '...'
 
 
-def columns(names):
-    return ('Case', 'Traits At') + tuple(
-        SHORT_NAMES.get(n, n) for n in names) + (SPLIT,)
-
-
-def row(case_name, where, decisions):
-    """One case: its name, where the traits are, a cell per strategy."""
-    split = len({d.allowed for d in decisions}) > 1
-    return (case_name, _cut(where, WHERE_LIMIT)) + tuple(
-        cell(d) for d in decisions) + (SPLIT if split else '',)
-
-
 def legend(names, decisions):
     """The lines printed under the matrix."""
     fallbacks = sorted({d.fallback for d in decisions if d.fallback})
@@ -78,9 +66,18 @@ def legend(names, decisions):
 
 
 def compact(names, judged):
-    """The compact matrix: ``(columns, rows)``."""
-    return columns(names), [row(j.case.name, j.where, j.decisions)
-                            for j in judged]
+    """The compact matrix: ``(columns, rows)``.
+
+    A row is a case: its name, where the traits are, a cell per strategy
+    and the mark of a split.
+    """
+    rows = []
+    for j in judged:
+        split = len({d.allowed for d in j.decisions}) > 1
+        rows.append((j.case.name, _cut(j.where, WHERE_LIMIT)) + tuple(
+            cell(d) for d in j.decisions) + (SPLIT if split else '',))
+    return ('Case', 'Traits At') + tuple(
+        SHORT_NAMES.get(n, n) for n in names) + (SPLIT,), rows
 
 
 def matrix(names, judged):
