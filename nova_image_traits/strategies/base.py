@@ -113,7 +113,7 @@ class Strategy(metaclass=abc.ABCMeta):
             body = ctx.placement.get(url, version='1.6')
         except exception.PlacementBadResponse as e:
             if e.kwargs.get('status') == 404:
-                raise exception.PlacementProviderNotFound(uuid=rp_uuid)
+                e.cause = 'provider-not-found'
             raise
         traits = placement.require(body.get('traits'), list, url, 'traits')
         return frozenset(str(t) for t in traits)
