@@ -14,7 +14,6 @@ import itertools
 
 from nova_image_traits import decision
 from nova_image_traits.i18n import _
-from nova_image_traits import placement
 from nova_image_traits.strategies import base
 
 #: Above this many numbered groups sharing resource classes with the
@@ -174,19 +173,11 @@ class HeldProvidersStrategy(base.Strategy):
                 # move is unfinished: not what the rebuilt server will use.
                 continue
             missing -= found
-        return decision.Verdict(
-            decision.REJECT if missing else decision.ACCEPT,
-            missing=frozenset(missing))
+        return base.verdict(missing)
 
-    @staticmethod
-    def _tree(ctx, root, state):
+    def _tree(self, ctx, root, state):
         """The UUIDs of the compute node's tree (one request, once)."""
         if state['tree'] is None:
-            url = '/resource_providers'
-            body = ctx.placement.get(url, [('in_tree', root)],
-                                     version='1.14')
-            found = placement.require(body.get('resource_providers'), list,
-                                      url, 'resource_providers')
             state['tree'] = frozenset(
-                str(rp.get('uuid')) for rp in found if isinstance(rp, dict))
+                self.providers(ctx, [('in_tree', root)], '1.14'))
         return state['tree']
