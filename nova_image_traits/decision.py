@@ -107,34 +107,29 @@ class Decision:
                     '%s.' % self.decided_by)
         return self.message or 'The rebuild was refused.'
 
-    def log_fields(self):
-        return {
-            'outcome': self.outcome,
-            'allowed': self.allowed,
-            'strategy': self.strategy,
-            'fallback': self.fallback or '-',
-            'instance': self.instance_uuid,
-            'host': self.host or '-',
-            'node': self.compute_node_uuid,
-            'required': ','.join(sorted(self.required)) or '-',
-            'missing': ','.join(sorted(self.missing)) or '-',
-            'providers': ','.join(self.providers) or '-',
-            'requests': self.requests,
-            'elapsed_ms': self.elapsed * 1000.0,
-            'cause': self.cause or '-',
-            'detail': self.detail or '-',
-        }
-
-    def log(self, logger=None):
+    def log(self):
         """Log the decision as one INFO line."""
-        (logger or LOG).info(
+        LOG.info(
             'Rebuild image traits decision: outcome=%(outcome)s '
             'allowed=%(allowed)s strategy=%(strategy)s '
             'fallback=%(fallback)s instance=%(instance)s host=%(host)s '
             'node=%(node)s required=%(required)s missing=%(missing)s '
             'providers=%(providers)s requests=%(requests)d '
             'elapsed_ms=%(elapsed_ms).1f cause=%(cause)s detail=%(detail)s',
-            self.log_fields())
+            {'outcome': self.outcome,
+             'allowed': self.allowed,
+             'strategy': self.strategy,
+             'fallback': self.fallback or '-',
+             'instance': self.instance_uuid,
+             'host': self.host or '-',
+             'node': self.compute_node_uuid,
+             'required': ','.join(sorted(self.required)) or '-',
+             'missing': ','.join(sorted(self.missing)) or '-',
+             'providers': ','.join(self.providers) or '-',
+             'requests': self.requests,
+             'elapsed_ms': self.elapsed * 1000.0,
+             'cause': self.cause or '-',
+             'detail': self.detail or '-'})
 
 
 def trait_reason(traits, what, advice=None):

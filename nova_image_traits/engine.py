@@ -160,7 +160,7 @@ def _decide(request, conf, opts, client, result, state):
             global_request_id=request.global_request_id)
         state['session'] = session
         ctx = base.Context(request, wanted.required, session)
-        verdict, name = _run(opts.strategy, 'strategy', ctx), None
+        verdict = _run(opts.strategy, 'strategy', ctx)
         if (verdict.outcome == nit_decision.INCONCLUSIVE and
                 opts.fallback_strategy != opts.strategy):
             LOG.debug('Strategy %(s)s is inconclusive (%(d)s); falling back '
@@ -171,7 +171,7 @@ def _decide(request, conf, opts, client, result, state):
             verdict = _run(name, 'fallback_strategy', ctx)
             verdict = nit_decision.Verdict(
                 verdict.outcome, verdict.missing,
-                _merge(first.providers, verdict.providers),
+                tuple(dict.fromkeys(first.providers + verdict.providers)),
                 '%s; %s: %s' % (first.detail, name, verdict.detail or
                                 verdict.outcome))
     except exception.RequestTooLarge as e:
@@ -185,29 +185,21 @@ def _decide(request, conf, opts, client, result, state):
                 _MISCONFIGURED, detail=e.message)
         return
     except exception.PlacementError as e:
-        result.outcome = nit_decision.ERROR
-        result.allowed = opts.on_placement_error == 'accept'
-        result.cause = e.cause
-        result.detail = e.message
-        result.message = _(
+        _refuse(result, nit_decision.ERROR, e.cause, _(
             'The image traits of the new image could not be checked: '
             'placement failed (%s). The server keeps its current image; '
-            'try again later.') % e.cause
+            'try again later.') % e.cause, detail=e.message)
+        result.allowed = opts.on_placement_error == 'accept'
         return
 
-    result.fallback = name
-    result.outcome = verdict.outcome
-    result.missing = verdict.missing
-    result.providers = verdict.providers
-    result.detail = verdict.detail
-    strategy = strategies.load(name or opts.strategy)
+    result.missing, result.providers = verdict.missing, verdict.providers
     if verdict.outcome == nit_decision.ACCEPT:
-        result.allowed = True
+        result.detail = verdict.detail
     elif verdict.outcome == nit_decision.REJECT:
+        lacks = (strategies.load(result.decided_by).lacks or
+                 _("missing on this server's host"))
         _refuse(result, verdict.outcome, 'traits-missing',
-                nit_decision.missing_message(
-                    verdict.missing,
-                    strategy.lacks or _("missing on this server's host")),
+                nit_decision.missing_message(verdict.missing, lacks),
                 detail=verdict.detail)
     else:
         _refuse(result, verdict.outcome, 'inconclusive',
@@ -278,7 +270,3 @@ def _run(name, option, ctx):
         # with what placement supports now (at most once).
         LOG.info('%s Asking again.', e.message)
         return strategy.evaluate(ctx)
-
-
-def _merge(first, second):
-    return tuple(first) + tuple(p for p in second if p not in first)
