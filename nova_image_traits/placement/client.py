@@ -48,15 +48,16 @@ class PlacementClient:
         whose relative URLs reach placement
     :param factory: instead of ``adapter``, a callable returning one,
         called on the first request (inside that decision's deadline)
-    :param pool_size: the most requests in flight at once; a decision
-        waits for a free slot no longer than its deadline
+
+    At most :data:`POOL_SIZE` requests are in flight at once; a decision
+    waits for a free slot no longer than its deadline.
     """
 
-    def __init__(self, adapter=None, factory=None, pool_size=None):
+    def __init__(self, adapter=None, factory=None):
         self._adapter = adapter
         self._factory = factory
         self._build_lock = threading.Lock()
-        self._workers = workers.Workers(pool_size or POOL_SIZE)
+        self._workers = workers.Workers(POOL_SIZE)
         # (version tuple, monotonic time negotiated), or None.
         self._version = None
 
