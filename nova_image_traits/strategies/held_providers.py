@@ -11,6 +11,7 @@
 # under the License.
 
 import itertools
+import math
 
 from nova_image_traits import decision
 from nova_image_traits.i18n import _
@@ -54,24 +55,18 @@ def unsuffixed_holders(held, query):
                 if all(held[rp].get(rc, 0) >= n
                        for rc, n in g.resources.items())]
                for g in overlapping]
-    count = 1
-    for opts in options:
-        count *= len(opts)
+    count = math.prod(len(opts) for opts in options)
     if len(overlapping) > MAX_AMBIGUOUS_GROUPS or not 0 < count <= MAX_SPLITS:
         return []
     found = set()
     for choice in itertools.product(*options):
         left = {rp: dict(res) for rp, res in held.items()}
-        fits = True
         for group, rp in zip(overlapping, choice):
             for rc, amount in group.resources.items():
-                if left[rp].get(rc, 0) < amount:
-                    fits = False
-                    break
-                left[rp][rc] -= amount
-            if not fits:
-                break
-        if fits:
+                left[rp][rc] = left[rp].get(rc, 0) - amount
+        # NOTE(founders): a split that takes more than a provider holds is
+        # not one placement could have made.
+        if all(n >= 0 for res in left.values() for n in res.values()):
             found.add(frozenset(rp for rp, res in left.items()
                                 if any(res.get(rc, 0) > 0 for rc in wanted)))
     return sorted(found, key=sorted)
@@ -124,8 +119,7 @@ class HeldProvidersStrategy(base.Strategy):
         if not held:
             return base.NO_ALLOCATIONS
         query = self.resource_query(ctx)
-        splits = unsuffixed_holders(held, query)
-        splits = [s for s in splits if s]
+        splits = [s for s in unsuffixed_holders(held, query) if s]
         if not splits:
             return decision.Verdict(
                 decision.INCONCLUSIVE, providers=tuple(sorted(held)),
