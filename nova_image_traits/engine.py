@@ -135,9 +135,11 @@ def _decide(request, conf, opts, client, result, state):
         result.detail = 'the new image requires no traits'
         return
     if len(wanted.required) > opts.max_image_traits:
-        err = exception.TooManyImageTraits(count=len(wanted.required),
-                                           limit=opts.max_image_traits)
-        _refuse(result, nit_decision.REJECT, 'too-many-traits', err.message)
+        _refuse(result, nit_decision.REJECT, 'too-many-traits', _(
+            'The image requires %(count)d traits; at most %(limit)d are '
+            'accepted ([image_traits] max_image_traits).') % {
+                'count': len(wanted.required),
+                'limit': opts.max_image_traits})
         return
     forbidden = wanted.required & request.flavor.forbidden_traits
     if forbidden:
@@ -221,9 +223,10 @@ def _invalid_message(invalid):
     """The refusal naming the invalid properties, fit for nova's column."""
     if len(invalid) == 1:
         prop, why = invalid[0]
-        err = exception.InvalidImageTrait(property=nit_traits.quote(prop),
-                                          why=why)
-        message = '%s. %s' % (err.message, _FIX)
+        message = _('Image property %(property)s does not name a valid '
+                    'trait: %(why)s. %(fix)s') % {
+                        'property': nit_traits.quote(prop), 'why': why,
+                        'fix': _FIX}
         if nit_decision.fits(message):
             return message
     names = [nit_traits.quote(prop) for prop, _why in invalid]

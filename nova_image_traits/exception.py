@@ -42,20 +42,6 @@ class NovaImageTraitsException(Exception):
         super().__init__(message)
 
 
-class InvalidImageTrait(NovaImageTraitsException):
-    """An image property ``trait:<NAME>`` names no valid trait."""
-
-    msg_fmt = ('Image property %(property)s does not name a valid trait: '
-               '%(why)s')
-
-
-class TooManyImageTraits(NovaImageTraitsException):
-    """The image requires more traits than the decision accepts."""
-
-    msg_fmt = ('The image requires %(count)d traits; at most %(limit)d are '
-               'accepted ([image_traits] max_image_traits).')
-
-
 class StrategyNotFound(NovaImageTraitsException):
     """The configured strategy is not installed, or fails to load."""
 
