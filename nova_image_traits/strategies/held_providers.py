@@ -136,15 +136,14 @@ class HeldProvidersStrategy(base.Strategy):
                          > 1 for rc in wanted)
         state = {'traits': {}, 'tree': None,
                  'anchored': root in held and not held_twice}
-        verdicts = [self._judge(ctx, split, root, state) for split in splits]
+        missing = [self._judge(ctx, split, root, state) for split in splits]
         consulted = tuple(state['traits'])
-        outcomes = {v.outcome for v in verdicts}
-        if outcomes == {decision.ACCEPT}:
+        if not any(missing):
             return decision.Verdict(decision.ACCEPT, providers=consulted)
-        if outcomes == {decision.REJECT}:
-            missing = frozenset().union(*(v.missing for v in verdicts))
+        if all(missing):
             return decision.Verdict(
-                decision.REJECT, missing=missing, providers=consulted,
+                decision.REJECT, missing=frozenset().union(*missing),
+                providers=consulted,
                 detail='not on the providers serving the unsuffixed group')
         return decision.Verdict(
             decision.INCONCLUSIVE, providers=consulted,
@@ -152,6 +151,7 @@ class HeldProvidersStrategy(base.Strategy):
                     'request groups disagree' % len(splits)))
 
     def _judge(self, ctx, split, root, state):
+        """Return the traits missing on the providers of one split."""
         missing = set(ctx.required)
         for rp in sorted(split, key=lambda u: (u != root, u)):
             if not missing:
@@ -167,7 +167,7 @@ class HeldProvidersStrategy(base.Strategy):
                 # move is unfinished: not what the rebuilt server will use.
                 continue
             missing -= found
-        return base.verdict(missing)
+        return missing
 
     def _tree(self, ctx, root, state):
         """The UUIDs of the compute node's tree (one request, once)."""
