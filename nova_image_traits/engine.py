@@ -58,9 +58,11 @@ def decide(request, conf=None, client=None):
         result.strategy = opts.strategy
         result.outcome, result.allowed = nit_decision.ACCEPT, True
         _decide(request, conf, opts, client, result, state)
-    except cfg.Error as e:
-        _refuse(result, nit_decision.ERROR, 'misconfigured',
-                _MISCONFIGURED, detail=str(e))
+    except (cfg.Error, exception.StrategyNotFound) as e:
+        _refuse(result, nit_decision.ERROR, 'misconfigured', _(
+            'The image traits of the new image could not be checked because '
+            'the check is misconfigured; please contact your cloud '
+            'operator.'), detail=str(e))
     except Exception as e:
         # NOTE(founders): a bug, or an answer no check foresaw: say so, and
         # follow on_placement_error rather than let it reach nova.
@@ -78,11 +80,6 @@ def decide(request, conf=None, client=None):
         result.elapsed = time.monotonic() - started
         result.log()
     return result
-
-
-_MISCONFIGURED = _('The image traits of the new image could not be checked '
-                   'because the check is misconfigured; please contact your '
-                   'cloud operator.')
 
 
 def _register(conf):
@@ -181,10 +178,6 @@ def _decide(request, conf, opts, client, result, state):
                 _('The new image requires too many or too long traits to '
                   'check (a placement query of %(length)d bytes, over the '
                   'limit of %(limit)d).') % e.kwargs)
-        return
-    except exception.StrategyNotFound as e:
-        _refuse(result, nit_decision.ERROR, 'misconfigured',
-                _MISCONFIGURED, detail=e.message)
         return
     except exception.PlacementError as e:
         _refuse(result, nit_decision.ERROR, e.cause, _(

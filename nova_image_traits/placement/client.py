@@ -172,8 +172,8 @@ class PlacementClient:
                 raise exception.DecisionDeadlineExceeded(
                     limit=limit, waiting='before a thread took its request')
             adapter = self.adapter
-            kwargs = {'raise_exc': False}
-            kwargs.update(self.budget(max(0.001, deadline - time.monotonic())))
+            kwargs = dict(self.budget(max(0.001, deadline - time.monotonic())),
+                          raise_exc=False)
             if version is not None:
                 kwargs['microversion'] = version
             if global_request_id:
