@@ -151,17 +151,14 @@ def trait_reason(traits, what, advice=None):
                    'this one.')
     names = sorted(traits)
     for shown in range(len(names), 0, -1):
-        for with_advice in (True, False):
-            listed = ', '.join(names[:shown])
-            if shown < len(names):
-                listed = _('%(listed)s and %(count)d more') % {
-                    'listed': listed, 'count': len(names) - shown}
-            text = _('%(traits)s: %(what)s.') % {
-                'traits': listed, 'what': what}
-            if with_advice:
-                text = '%s %s' % (text, advice)
-            if fits(text):
-                return text
+        listed = ', '.join(names[:shown])
+        if shown < len(names):
+            listed = _('%(listed)s and %(count)d more') % {
+                'listed': listed, 'count': len(names) - shown}
+        text = _('%(traits)s: %(what)s.') % {'traits': listed, 'what': what}
+        for reason in ('%s %s' % (text, advice), text):
+            if fits(reason):
+                return reason
     # NOTE(founders): the first name alone is too long for the column: its
     # start.
     more = ''

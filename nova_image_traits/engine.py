@@ -214,15 +214,16 @@ _FIX_MANY = _('Fix or remove the image property, or properties, then '
 
 def _invalid_message(invalid):
     """The refusal naming the invalid properties, fit for nova's column."""
-    if len(invalid) == 1:
-        prop, why = invalid[0]
+    names = [nit_traits.quote(prop) for prop, _why in invalid]
+    if len(names) == 1:
         message = _('Image property %(property)s does not name a valid '
                     'trait: %(why)s. %(fix)s') % {
-                        'property': nit_traits.quote(prop), 'why': why,
+                        'property': names[0], 'why': invalid[0][1],
                         'fix': _FIX}
         if nit_decision.fits(message):
             return message
-    names = [nit_traits.quote(prop) for prop, _why in invalid]
+        return 'Image property %s does not name a valid trait. %s' % (
+            names[0], _FIX)
     fixed = len(('Image properties  and 999 more do not name valid traits. '
                  + _FIX_MANY).encode('utf-8'))
     shown = [names[0]]
@@ -231,14 +232,11 @@ def _invalid_message(invalid):
                 nit_decision.MAX_REASON):
             break
         shown.append(name)
-    listed = ', '.join(shown)
     if len(shown) < len(names):
-        listed += ' and %d more' % (len(names) - len(shown))
-    elif len(shown) > 1:
+        listed = '%s and %d more' % (', '.join(shown),
+                                     len(names) - len(shown))
+    else:
         listed = '%s and %s' % (', '.join(shown[:-1]), shown[-1])
-    if len(names) == 1:
-        return 'Image property %s does not name a valid trait. %s' % (
-            listed, _FIX)
     return 'Image properties %s do not name valid traits. %s' % (
         listed, _FIX_MANY)
 
