@@ -113,7 +113,8 @@ def settings(conf):
         if options is None:
             options = _AUTH_OPTIONS[name] = tuple(
                 ks_loading.get_plugin_loader(name).get_options())
-        if any(o.dest not in conf[auth_group] for o in options):
+        values = conf[auth_group]
+        if any(o.dest not in values for o in options):
             with _REGISTER_LOCK:
                 missing = [o._to_oslo_opt() for o in options
                            if o.dest not in conf[auth_group]]

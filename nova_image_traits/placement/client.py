@@ -44,13 +44,13 @@ _GRACE = 0.05
 class PlacementClient:
     """A process-wide, thread-safe, read-only placement client.
 
+    At most :data:`POOL_SIZE` requests are in flight at once; a decision
+    waits for a free slot no longer than its deadline.
+
     :param adapter: a keystoneauth ``Adapter`` (or openstacksdk proxy)
         whose relative URLs reach placement
     :param factory: instead of ``adapter``, a callable returning one,
         called on the first request (inside that decision's deadline)
-
-    At most :data:`POOL_SIZE` requests are in flight at once; a decision
-    waits for a free slot no longer than its deadline.
     """
 
     def __init__(self, adapter=None, factory=None):
