@@ -39,7 +39,8 @@ _CLIENTS = collections.OrderedDict()
 MAX_CLIENTS = 4
 _CLIENTS_LOCK = threading.Lock()
 _REGISTER_LOCK = threading.Lock()
-#: auth_type -> its keystoneauth options, learnt once per process.
+#: auth_type -> the oslo.config options of its plugin, learnt once per
+#: process.
 _AUTH_OPTIONS = {}
 
 
@@ -112,11 +113,11 @@ def settings(conf):
         options = _AUTH_OPTIONS.get(name)
         if options is None:
             options = _AUTH_OPTIONS[name] = tuple(
-                ks_loading.get_plugin_loader(name).get_options())
+                ks_loading.get_auth_plugin_conf_options(name))
         values = conf[auth_group]
         if any(o.dest not in values for o in options):
             with _REGISTER_LOCK:
-                missing = [o._to_oslo_opt() for o in options
+                missing = [o for o in options
                            if o.dest not in conf[auth_group]]
                 if missing:
                     conf.register_opts(missing, group=auth_group)

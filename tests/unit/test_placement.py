@@ -389,7 +389,7 @@ class GetClientTest(base.TestCase):
         self.flags(group='placement', auth_type='admin_token')
         placement.settings(self.conf)
         with mock.patch.object(placement_cache.ks_loading,
-                               'get_plugin_loader') as loader:
+                               'get_auth_plugin_conf_options') as loader:
             placement.settings(self.conf)
             # Another configuration lacks the options: registered again,
             # from the options learnt the first time.
