@@ -107,34 +107,29 @@ class Decision:
                     '%s.' % self.decided_by)
         return self.message or 'The rebuild was refused.'
 
-    def log_fields(self):
-        return {
-            'outcome': self.outcome,
-            'allowed': self.allowed,
-            'strategy': self.strategy,
-            'fallback': self.fallback or '-',
-            'instance': self.instance_uuid,
-            'host': self.host or '-',
-            'node': self.compute_node_uuid,
-            'required': ','.join(sorted(self.required)) or '-',
-            'missing': ','.join(sorted(self.missing)) or '-',
-            'providers': ','.join(self.providers) or '-',
-            'requests': self.requests,
-            'elapsed_ms': self.elapsed * 1000.0,
-            'cause': self.cause or '-',
-            'detail': self.detail or '-',
-        }
-
-    def log(self, logger=None):
+    def log(self):
         """Log the decision as one INFO line."""
-        (logger or LOG).info(
+        LOG.info(
             'Rebuild image traits decision: outcome=%(outcome)s '
             'allowed=%(allowed)s strategy=%(strategy)s '
             'fallback=%(fallback)s instance=%(instance)s host=%(host)s '
             'node=%(node)s required=%(required)s missing=%(missing)s '
             'providers=%(providers)s requests=%(requests)d '
             'elapsed_ms=%(elapsed_ms).1f cause=%(cause)s detail=%(detail)s',
-            self.log_fields())
+            {'outcome': self.outcome,
+             'allowed': self.allowed,
+             'strategy': self.strategy,
+             'fallback': self.fallback or '-',
+             'instance': self.instance_uuid,
+             'host': self.host or '-',
+             'node': self.compute_node_uuid,
+             'required': ','.join(sorted(self.required)) or '-',
+             'missing': ','.join(sorted(self.missing)) or '-',
+             'providers': ','.join(self.providers) or '-',
+             'requests': self.requests,
+             'elapsed_ms': self.elapsed * 1000.0,
+             'cause': self.cause or '-',
+             'detail': self.detail or '-'})
 
 
 def trait_reason(traits, what, advice=None):
@@ -156,17 +151,14 @@ def trait_reason(traits, what, advice=None):
                    'this one.')
     names = sorted(traits)
     for shown in range(len(names), 0, -1):
-        for with_advice in (True, False):
-            listed = ', '.join(names[:shown])
-            if shown < len(names):
-                listed = _('%(listed)s and %(count)d more') % {
-                    'listed': listed, 'count': len(names) - shown}
-            text = _('%(traits)s: %(what)s.') % {
-                'traits': listed, 'what': what}
-            if with_advice:
-                text = '%s %s' % (text, advice)
-            if fits(text):
-                return text
+        listed = ', '.join(names[:shown])
+        if shown < len(names):
+            listed = _('%(listed)s and %(count)d more') % {
+                'listed': listed, 'count': len(names) - shown}
+        text = _('%(traits)s: %(what)s.') % {'traits': listed, 'what': what}
+        for reason in ('%s %s' % (text, advice), text):
+            if fits(reason):
+                return reason
     # NOTE(founders): the first name alone is too long for the column: its
     # start.
     more = ''

@@ -58,9 +58,11 @@ def decide(request, conf=None, client=None):
         result.strategy = opts.strategy
         result.outcome, result.allowed = nit_decision.ACCEPT, True
         _decide(request, conf, opts, client, result, state)
-    except cfg.Error as e:
-        _refuse(result, nit_decision.ERROR, 'misconfigured',
-                _MISCONFIGURED, detail=str(e))
+    except (cfg.Error, exception.StrategyNotFound) as e:
+        _refuse(result, nit_decision.ERROR, 'misconfigured', _(
+            'The image traits of the new image could not be checked because '
+            'the check is misconfigured; please contact your cloud '
+            'operator.'), detail=str(e))
     except Exception as e:
         # NOTE(founders): a bug, or an answer no check foresaw: say so, and
         # follow on_placement_error rather than let it reach nova.
@@ -78,11 +80,6 @@ def decide(request, conf=None, client=None):
         result.elapsed = time.monotonic() - started
         result.log()
     return result
-
-
-_MISCONFIGURED = _('The image traits of the new image could not be checked '
-                   'because the check is misconfigured; please contact your '
-                   'cloud operator.')
 
 
 def _register(conf):
@@ -135,9 +132,11 @@ def _decide(request, conf, opts, client, result, state):
         result.detail = 'the new image requires no traits'
         return
     if len(wanted.required) > opts.max_image_traits:
-        err = exception.TooManyImageTraits(count=len(wanted.required),
-                                           limit=opts.max_image_traits)
-        _refuse(result, nit_decision.REJECT, 'too-many-traits', err.message)
+        _refuse(result, nit_decision.REJECT, 'too-many-traits', _(
+            'The image requires %(count)d traits; at most %(limit)d are '
+            'accepted ([image_traits] max_image_traits).') % {
+                'count': len(wanted.required),
+                'limit': opts.max_image_traits})
         return
     forbidden = wanted.required & request.flavor.forbidden_traits
     if forbidden:
@@ -160,7 +159,7 @@ def _decide(request, conf, opts, client, result, state):
             global_request_id=request.global_request_id)
         state['session'] = session
         ctx = base.Context(request, wanted.required, session)
-        verdict, name = _run(opts.strategy, 'strategy', ctx), None
+        verdict = _run(opts.strategy, 'strategy', ctx)
         if (verdict.outcome == nit_decision.INCONCLUSIVE and
                 opts.fallback_strategy != opts.strategy):
             LOG.debug('Strategy %(s)s is inconclusive (%(d)s); falling back '
@@ -171,7 +170,7 @@ def _decide(request, conf, opts, client, result, state):
             verdict = _run(name, 'fallback_strategy', ctx)
             verdict = nit_decision.Verdict(
                 verdict.outcome, verdict.missing,
-                _merge(first.providers, verdict.providers),
+                tuple(dict.fromkeys(first.providers + verdict.providers)),
                 '%s; %s: %s' % (first.detail, name, verdict.detail or
                                 verdict.outcome))
     except exception.RequestTooLarge as e:
@@ -180,34 +179,22 @@ def _decide(request, conf, opts, client, result, state):
                   'check (a placement query of %(length)d bytes, over the '
                   'limit of %(limit)d).') % e.kwargs)
         return
-    except exception.StrategyNotFound as e:
-        _refuse(result, nit_decision.ERROR, 'misconfigured',
-                _MISCONFIGURED, detail=e.message)
-        return
     except exception.PlacementError as e:
-        result.outcome = nit_decision.ERROR
-        result.allowed = opts.on_placement_error == 'accept'
-        result.cause = e.cause
-        result.detail = e.message
-        result.message = _(
+        _refuse(result, nit_decision.ERROR, e.cause, _(
             'The image traits of the new image could not be checked: '
             'placement failed (%s). The server keeps its current image; '
-            'try again later.') % e.cause
+            'try again later.') % e.cause, detail=e.message)
+        result.allowed = opts.on_placement_error == 'accept'
         return
 
-    result.fallback = name
-    result.outcome = verdict.outcome
-    result.missing = verdict.missing
-    result.providers = verdict.providers
-    result.detail = verdict.detail
-    strategy = strategies.load(name or opts.strategy)
+    result.missing, result.providers = verdict.missing, verdict.providers
     if verdict.outcome == nit_decision.ACCEPT:
-        result.allowed = True
+        result.detail = verdict.detail
     elif verdict.outcome == nit_decision.REJECT:
+        lacks = (strategies.load(result.decided_by).lacks or
+                 _("missing on this server's host"))
         _refuse(result, verdict.outcome, 'traits-missing',
-                nit_decision.missing_message(
-                    verdict.missing,
-                    strategy.lacks or _("missing on this server's host")),
+                nit_decision.missing_message(verdict.missing, lacks),
                 detail=verdict.detail)
     else:
         _refuse(result, verdict.outcome, 'inconclusive',
@@ -227,14 +214,16 @@ _FIX_MANY = _('Fix or remove the image property, or properties, then '
 
 def _invalid_message(invalid):
     """The refusal naming the invalid properties, fit for nova's column."""
-    if len(invalid) == 1:
-        prop, why = invalid[0]
-        err = exception.InvalidImageTrait(property=nit_traits.quote(prop),
-                                          why=why)
-        message = '%s. %s' % (err.message, _FIX)
+    names = [nit_traits.quote(prop) for prop, _why in invalid]
+    if len(names) == 1:
+        message = _('Image property %(property)s does not name a valid '
+                    'trait: %(why)s. %(fix)s') % {
+                        'property': names[0], 'why': invalid[0][1],
+                        'fix': _FIX}
         if nit_decision.fits(message):
             return message
-    names = [nit_traits.quote(prop) for prop, _why in invalid]
+        return 'Image property %s does not name a valid trait. %s' % (
+            names[0], _FIX)
     fixed = len(('Image properties  and 999 more do not name valid traits. '
                  + _FIX_MANY).encode('utf-8'))
     shown = [names[0]]
@@ -243,14 +232,11 @@ def _invalid_message(invalid):
                 nit_decision.MAX_REASON):
             break
         shown.append(name)
-    listed = ', '.join(shown)
     if len(shown) < len(names):
-        listed += ' and %d more' % (len(names) - len(shown))
-    elif len(shown) > 1:
+        listed = '%s and %d more' % (', '.join(shown),
+                                     len(names) - len(shown))
+    else:
         listed = '%s and %s' % (', '.join(shown[:-1]), shown[-1])
-    if len(names) == 1:
-        return 'Image property %s does not name a valid trait. %s' % (
-            listed, _FIX)
     return 'Image properties %s do not name valid traits. %s' % (
         listed, _FIX_MANY)
 
@@ -278,7 +264,3 @@ def _run(name, option, ctx):
         # with what placement supports now (at most once).
         LOG.info('%s Asking again.', e.message)
         return strategy.evaluate(ctx)
-
-
-def _merge(first, second):
-    return tuple(first) + tuple(p for p in second if p not in first)

@@ -42,20 +42,6 @@ class NovaImageTraitsException(Exception):
         super().__init__(message)
 
 
-class InvalidImageTrait(NovaImageTraitsException):
-    """An image property ``trait:<NAME>`` names no valid trait."""
-
-    msg_fmt = ('Image property %(property)s does not name a valid trait: '
-               '%(why)s')
-
-
-class TooManyImageTraits(NovaImageTraitsException):
-    """The image requires more traits than the decision accepts."""
-
-    msg_fmt = ('The image requires %(count)d traits; at most %(limit)d are '
-               'accepted ([image_traits] max_image_traits).')
-
-
 class StrategyNotFound(NovaImageTraitsException):
     """The configured strategy is not installed, or fails to load."""
 
@@ -86,18 +72,22 @@ class PlacementTimeout(PlacementError):
 
 
 class PlacementBadResponse(PlacementError):
-    """Placement answered with an HTTP error."""
+    """Placement answered with an HTTP error.
 
-    msg_fmt = ('Placement answered %(method)s %(url)s with HTTP %(status)s: '
-               '%(why)s')
+    Errors with a meaning of their own set a more precise ``cause``:
+    ``provider-not-found`` (a 404 for a provider a strategy reads) and
+    ``unsupported-microversion`` (a 406).
+    """
+
+    msg_fmt = 'Placement answered GET %(url)s with HTTP %(status)s: %(why)s'
     cause = 'http-error'
 
 
 class PlacementMalformedResponse(PlacementError):
     """Placement's answer is not what its API promises."""
 
-    msg_fmt = ('Placement answered %(method)s %(url)s with a body that is not '
-               'what the API promises: %(why)s')
+    msg_fmt = ('Placement answered GET %(url)s with a body that is not what '
+               'the API promises: %(why)s')
     cause = 'malformed-response'
 
 
@@ -116,28 +106,12 @@ class PlacementUnknownTraits(PlacementError):
         return frozenset(self.kwargs.get('names', '').split(', ')) - {''}
 
 
-class PlacementProviderNotFound(PlacementError):
-    """The compute node's resource provider is not in placement."""
-
-    msg_fmt = 'Resource provider %(uuid)s was not found in placement.'
-    cause = 'provider-not-found'
-
-
 class DecisionDeadlineExceeded(PlacementError):
     """The decision ran out of ``[image_traits] decision_timeout``."""
 
     msg_fmt = ('The decision took longer than %(limit).1f seconds '
-               '([image_traits] decision_timeout).')
+               '([image_traits] decision_timeout) %(waiting)s.')
     cause = 'deadline'
-
-
-class PlacementPoolTimeout(DecisionDeadlineExceeded):
-    """Every connection to placement stayed busy until the deadline."""
-
-    msg_fmt = ('No connection to placement became free for %(url)s within '
-               'the %(limit).1f seconds of the decision ([image_traits] '
-               'decision_timeout): too many decisions at once, or earlier '
-               'requests still waiting for placement.')
 
 
 class PlacementVersionChanged(PlacementError):

@@ -17,8 +17,8 @@ the trait; any other value is ignored, as nova ignores it. Unlike nova, the
 names' syntax is checked here before anything reaches placement.
 """
 
-import collections
 import re
+import typing as ty
 
 import os_traits
 
@@ -37,14 +37,17 @@ _QUOTE_LIMIT = 80
 # names placement accepts.
 _TRAIT_NAME = re.compile(r'[A-Z0-9_]+')
 
-ImageTraits = collections.namedtuple(
-    'ImageTraits', ['required', 'invalid', 'ignored'])
-ImageTraits.__doc__ = """What an image asks for.
 
-:ivar required: frozenset of valid trait names the image requires
-:ivar invalid: tuple of (property, why) for malformed or unknown names
-:ivar ignored: tuple of trait properties whose value is not ``required``
-"""
+class ImageTraits(ty.NamedTuple):
+    """What an image asks for.
+
+    :ivar required: frozenset of valid trait names the image requires
+    :ivar invalid: tuple of (property, why) for malformed or unknown names
+    :ivar ignored: tuple of trait properties whose value is not ``required``
+    """
+    required: frozenset
+    invalid: tuple
+    ignored: tuple
 
 
 def quote(text):

@@ -39,8 +39,9 @@ _CLIENTS = collections.OrderedDict()
 MAX_CLIENTS = 4
 _CLIENTS_LOCK = threading.Lock()
 _REGISTER_LOCK = threading.Lock()
-#: auth_type -> the dest of each of its options, learnt once per process.
-_AUTH_OPTION_DESTS = {}
+#: auth_type -> the oslo.config options of its plugin, learnt once per
+#: process.
+_AUTH_OPTIONS = {}
 
 
 def _after_fork_in_child():
@@ -56,7 +57,7 @@ def _after_fork_in_child():
 os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
-def build_adapter(conf, timeout=None, pool_size=None):
+def build_adapter(conf, timeout=None):
     """Build the placement adapter from ``[placement]`` in ``conf``.
 
     Nothing is sent to placement or Keystone here.
@@ -64,8 +65,6 @@ def build_adapter(conf, timeout=None, pool_size=None):
     :param conf: a ConfigOpts with the ``[placement]`` options registered
     :param timeout: the longest wait of one request (including a Keystone
         token fetch) when ``[placement] timeout`` is not set
-    :param pool_size: connections kept to placement, :data:`POOL_SIZE` by
-        default
     """
     group = placement_conf.GROUP
     auth = ks_loading.load_auth_from_conf_options(conf, group)
@@ -75,10 +74,9 @@ def build_adapter(conf, timeout=None, pool_size=None):
         session.timeout = timeout
     # NOTE(founders): one bounded pool shared by every decision of the process;
     # the client never has more requests in flight than the pool holds.
-    size = pool_size or client.POOL_SIZE
     for scheme in ('http://', 'https://'):
         session.session.mount(scheme, ks_session.TCPKeepAliveAdapter(
-            pool_maxsize=size, pool_block=True))
+            pool_maxsize=client.POOL_SIZE, pool_block=True))
     return ks_loading.load_adapter_from_conf_options(
         conf, group, session=session, auth=auth,
         additional_headers={'accept': 'application/json'},
@@ -112,16 +110,14 @@ def settings(conf):
     auth_group = conf[group].auth_section or group
     name = conf[auth_group].auth_type
     if name:
-        dests = _AUTH_OPTION_DESTS.get(name)
-        if dests is None:
-            loader = ks_loading.get_plugin_loader(name)
-            dests = _AUTH_OPTION_DESTS[name] = frozenset(
-                o.dest for o in loader.get_options())
+        options = _AUTH_OPTIONS.get(name)
+        if options is None:
+            options = _AUTH_OPTIONS[name] = tuple(
+                ks_loading.get_auth_plugin_conf_options(name))
         values = conf[auth_group]
-        if not all(dest in values for dest in dests):
-            loader = ks_loading.get_plugin_loader(name)
+        if any(o.dest not in values for o in options):
             with _REGISTER_LOCK:
-                missing = [o._to_oslo_opt() for o in loader.get_options()
+                missing = [o for o in options
                            if o.dest not in conf[auth_group]]
                 if missing:
                     conf.register_opts(missing, group=auth_group)

@@ -44,40 +44,22 @@ _GRACE = 0.05
 class PlacementClient:
     """A process-wide, thread-safe, read-only placement client.
 
+    At most :data:`POOL_SIZE` requests are in flight at once; a decision
+    waits for a free slot no longer than its deadline.
+
     :param adapter: a keystoneauth ``Adapter`` (or openstacksdk proxy)
         whose relative URLs reach placement
     :param factory: instead of ``adapter``, a callable returning one,
         called on the first request (inside that decision's deadline)
-    :param pool_size: the most requests in flight at once; a decision
-        waits for a free slot no longer than its deadline
     """
 
-    def __init__(self, adapter=None, factory=None, pool_size=None):
-        self._adapter = None
+    def __init__(self, adapter=None, factory=None):
+        self._adapter = adapter
         self._factory = factory
         self._build_lock = threading.Lock()
-        self._workers = workers.Workers(pool_size or POOL_SIZE)
-        self.request_timeout = None
-        self.retries = {'connect_retries': None,
-                        'status_code_retries': None}
-        self.delays = {'connect_retry_delay': None,
-                       'status_code_retry_delay': None}
+        self._workers = workers.Workers(POOL_SIZE)
         # (version tuple, monotonic time negotiated), or None.
         self._version = None
-        if adapter is not None:
-            self._use(adapter)
-
-    def _use(self, adapter):
-        session = getattr(adapter, 'session', None)
-        #: [placement] timeout, keystoneauth's per-request timeout.
-        self.request_timeout = getattr(session, 'timeout', None)
-        #: keystoneauth's retries and their delays ([placement]).
-        for kind in ('connect', 'status_code'):
-            self.retries[kind + '_retries'] = getattr(
-                adapter, kind + '_retries', None)
-            self.delays[kind + '_retry_delay'] = getattr(
-                adapter, kind + '_retry_delay', None)
-        self._adapter = adapter
 
     @property
     def adapter(self):
@@ -85,7 +67,7 @@ class PlacementClient:
         if self._adapter is None:
             with self._build_lock:
                 if self._adapter is None:
-                    self._use(self._factory())
+                    self._adapter = self._factory()
         return self._adapter
 
     def start(self, timeout, max_url_length, version_ttl=None,
@@ -122,8 +104,7 @@ class PlacementClient:
             top = max(query.parse_version(v['max_version']) for v in versions)
         except (KeyError, TypeError, ValueError) as e:
             raise exception.PlacementMalformedResponse(
-                method='GET', url='/',
-                why='no max_version in the version document '
+                url='/', why='no max_version in the version document '
                     '(%s)' % type(e).__name__)
         if known is not None and known[0] != top:
             LOG.info('Placement now supports microversions up to %(new)s '
@@ -151,23 +132,25 @@ class PlacementClient:
 
         :param remaining: seconds left in the decision
         """
+        adapter = self.adapter
         kwargs = {}
         attempts = 1
         delays_left = remaining / 2.0
         for kind in ('connect', 'status_code'):
-            retries = self.retries[kind + '_retries'] or 0
+            retries = getattr(adapter, kind + '_retries', None) or 0
             # NOTE(founders): a fixed delay; keystoneauth's default backs off
             # exponentially from 0.5 s, which no deadline can plan for.
-            delay = self.delays[kind + '_retry_delay'] or 0.5
+            delay = getattr(adapter, kind + '_retry_delay', None) or 0.5
             retries = max(0, min(retries, int(delays_left / delay)))
             delays_left -= retries * delay
             kwargs[kind + '_retries'] = retries
             kwargs[kind + '_retry_delay'] = delay
             attempts += retries
         timeout = remaining if attempts == 1 else remaining / 2.0 / attempts
-        if self.request_timeout:
-            timeout = min(timeout, self.request_timeout)
-        kwargs['timeout'] = timeout
+        # NOTE(founders): [placement] timeout, keystoneauth's per request.
+        request_timeout = getattr(getattr(adapter, 'session', None),
+                                  'timeout', None)
+        kwargs['timeout'] = min(timeout, request_timeout or timeout)
         return kwargs
 
     def request(self, url, version, deadline, limit,
@@ -186,10 +169,11 @@ class PlacementClient:
             if deadline - time.monotonic() <= 0:
                 # NOTE(founders): its decision stopped waiting before a
                 # thread took it: nobody reads the answer, so send nothing.
-                raise exception.DecisionDeadlineExceeded(limit=limit)
+                raise exception.DecisionDeadlineExceeded(
+                    limit=limit, waiting='before a thread took its request')
             adapter = self.adapter
-            kwargs = {'raise_exc': False}
-            kwargs.update(self.budget(max(0.001, deadline - time.monotonic())))
+            kwargs = dict(self.budget(max(0.001, deadline - time.monotonic())),
+                          raise_exc=False)
             if version is not None:
                 kwargs['microversion'] = version
             if global_request_id:
@@ -202,6 +186,10 @@ class PlacementClient:
             return self._workers.call(
                 run, lambda: deadline - time.monotonic(), grace=_GRACE)
         except workers.Abandoned as e:
+            waiting = 'waiting for placement to answer GET %s' % url
             if e.waited_for == 'slot':
-                raise exception.PlacementPoolTimeout(limit=limit, url=url)
-            raise exception.DecisionDeadlineExceeded(limit=limit)
+                waiting = ('while no connection to placement became free for '
+                           '%s: too many decisions at once, or earlier '
+                           'requests still waiting for placement' % url)
+            raise exception.DecisionDeadlineExceeded(limit=limit,
+                                                     waiting=waiting)

@@ -88,8 +88,7 @@ def require(value, kind, url, what):
     """Check a response field's type, else raise a malformed-body error."""
     if not isinstance(value, kind):
         raise exception.PlacementMalformedResponse(
-            method='GET', url=url, why='%s is not a %s' % (
-                what, kind.__name__))
+            url=url, why='%s is not a %s' % (what, kind.__name__))
     return value
 
 

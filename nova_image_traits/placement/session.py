@@ -70,15 +70,14 @@ class PlacementSession:
         """
         url = self.build_url(path, params)
         if self._deadline - time.monotonic() <= 0:
-            raise exception.DecisionDeadlineExceeded(limit=self._timeout)
+            raise exception.DecisionDeadlineExceeded(
+                limit=self._timeout, waiting='before its next request')
         self.requests += 1
         try:
             resp = self.client.request(url, version, self._deadline,
                                        self._timeout,
                                        self.global_request_id)
-        except ks_exc.ConnectTimeout as e:
-            raise exception.PlacementTimeout(url=url, why=_why(e))
-        except ks_exc.RequestTimeout as e:
+        except (ks_exc.ConnectTimeout, ks_exc.RequestTimeout) as e:
             raise exception.PlacementTimeout(url=url, why=_why(e))
         except (ks_exc.ConnectFailure, ks_exc.EndpointNotFound,
                 ks_exc.DiscoveryFailure, ks_exc.SSLError) as e:
@@ -86,8 +85,7 @@ class PlacementSession:
         except ks_exc.UnknownConnectionError as e:
             # requests' ChunkedEncodingError and friends: the body was cut
             # short or could not be decoded.
-            raise exception.PlacementMalformedResponse(
-                method='GET', url=url, why=_why(e))
+            raise exception.PlacementMalformedResponse(url=url, why=_why(e))
         except ks_exc.ClientException as e:
             raise exception.PlacementError(why=_why(e))
         if (resp.status_code == 406 and version is not None and
@@ -99,10 +97,10 @@ class PlacementSession:
             body = resp.json()
         except ValueError as e:
             raise exception.PlacementMalformedResponse(
-                method='GET', url=url, why='invalid JSON (%s)' % e)
+                url=url, why='invalid JSON (%s)' % e)
         if not isinstance(body, dict):
             raise exception.PlacementMalformedResponse(
-                method='GET', url=url, why='the body is not a JSON object')
+                url=url, why='the body is not a JSON object')
         return body
 
     def _version_refused(self, url, version):
@@ -143,9 +141,8 @@ def _http_error(url, resp):
         return exception.PlacementUnknownTraits(names=', '.join(names))
     if resp.status_code == 406:
         err = exception.PlacementBadResponse(
-            method='GET', url=url, status=406,
-            why='microversion not supported: %s' % why)
+            url=url, status=406, why='microversion not supported: %s' % why)
         err.cause = 'unsupported-microversion'
         return err
-    return exception.PlacementBadResponse(
-        method='GET', url=url, status=resp.status_code, why=why)
+    return exception.PlacementBadResponse(url=url, status=resp.status_code,
+                                          why=why)

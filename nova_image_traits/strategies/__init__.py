@@ -16,7 +16,6 @@ Each strategy is a class registered in the entry point namespace
 """
 
 from stevedore import driver
-from stevedore import exception as stevedore_exc
 
 from nova_image_traits import exception
 
@@ -33,23 +32,18 @@ def load(name, option='strategy'):
     :raises: StrategyNotFound, naming the bad value
     """
     strategy = _CACHE.get(name)
-    if strategy is not None:
-        return strategy
+    if strategy is None:
+        def _reraise(manager, entrypoint, exc):
+            raise exc
 
-    def _failed(manager, entrypoint, exc):
-        raise exception.StrategyNotFound(
-            name=name, namespace=NAMESPACE, option=option,
-            why='%s: %s' % (type(exc).__name__, exc))
-
-    try:
-        mgr = driver.DriverManager(
-            NAMESPACE, name, invoke_on_load=True,
-            on_load_failure_callback=_failed)
-    except (stevedore_exc.NoMatches, stevedore_exc.MultipleMatches,
-            RuntimeError) as e:
-        raise exception.StrategyNotFound(
-            name=name, namespace=NAMESPACE, option=option,
-            why='%s: %s' % (type(e).__name__, e))
-    strategy = mgr.driver
-    _CACHE[name] = strategy
+        # NOTE(founders): a plugin that fails to import or to build, no such
+        # name and two plugins of one name all say which value is wrong.
+        try:
+            strategy = _CACHE[name] = driver.DriverManager(
+                NAMESPACE, name, invoke_on_load=True,
+                on_load_failure_callback=_reraise).driver
+        except Exception as e:
+            raise exception.StrategyNotFound(
+                name=name, namespace=NAMESPACE, option=option,
+                why='%s: %s' % (type(e).__name__, e))
     return strategy

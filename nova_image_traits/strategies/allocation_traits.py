@@ -10,7 +10,6 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-from nova_image_traits import decision
 from nova_image_traits.i18n import _
 from nova_image_traits.strategies import base
 
@@ -49,6 +48,4 @@ class AllocationTraitsStrategy(base.Strategy):
                 break
             consulted.append(str(rp_uuid))
             missing -= self.provider_traits(ctx, rp_uuid)
-        return decision.Verdict(
-            decision.REJECT if missing else decision.ACCEPT,
-            missing=frozenset(missing), providers=tuple(consulted))
+        return base.verdict(missing, consulted)

@@ -25,6 +25,13 @@ NO_ALLOCATIONS = decision.Verdict(
     detail='placement holds no allocations for the server')
 
 
+def verdict(missing, providers=()):
+    """Accept when no trait is ``missing``, else reject naming them."""
+    return decision.Verdict(
+        decision.REJECT if missing else decision.ACCEPT,
+        missing=frozenset(missing), providers=tuple(providers))
+
+
 @dataclasses.dataclass(frozen=True)
 class Context:
     """What a strategy is given.
@@ -106,6 +113,26 @@ class Strategy(metaclass=abc.ABCMeta):
         return frozenset(names) - frozenset(str(t) for t in known)
 
     @staticmethod
+    def providers(ctx, params, version):
+        """Return the UUIDs ``GET /resource_providers?<params>`` lists."""
+        url = '/resource_providers'
+        body = ctx.placement.get(url, params, version=version)
+        found = placement.require(body.get('resource_providers'), list, url,
+                                  'resource_providers')
+        return [str(rp['uuid']) for rp in found
+                if isinstance(rp, dict) and rp.get('uuid')]
+
+    @staticmethod
+    def allocation_candidates(ctx, params, version):
+        """Return the candidates and provider summaries of one query."""
+        url = '/allocation_candidates'
+        body = ctx.placement.get(url, params, version=version)
+        return (placement.require(body.get('allocation_requests'), list, url,
+                                  'allocation_requests'),
+                placement.require(body.get('provider_summaries'), dict, url,
+                                  'provider_summaries'))
+
+    @staticmethod
     def provider_traits(ctx, rp_uuid):
         """Return the traits of one provider (one request)."""
         url = '/resource_providers/%s/traits' % placement.quote(rp_uuid)
@@ -113,7 +140,7 @@ class Strategy(metaclass=abc.ABCMeta):
             body = ctx.placement.get(url, version='1.6')
         except exception.PlacementBadResponse as e:
             if e.kwargs.get('status') == 404:
-                raise exception.PlacementProviderNotFound(uuid=rp_uuid)
+                e.cause = 'provider-not-found'
             raise
         traits = placement.require(body.get('traits'), list, url, 'traits')
         return frozenset(str(t) for t in traits)

@@ -11,10 +11,10 @@
 # under the License.
 
 import itertools
+import math
 
 from nova_image_traits import decision
 from nova_image_traits.i18n import _
-from nova_image_traits import placement
 from nova_image_traits.strategies import base
 
 #: Above this many numbered groups sharing resource classes with the
@@ -55,24 +55,18 @@ def unsuffixed_holders(held, query):
                 if all(held[rp].get(rc, 0) >= n
                        for rc, n in g.resources.items())]
                for g in overlapping]
-    count = 1
-    for opts in options:
-        count *= len(opts)
+    count = math.prod(len(opts) for opts in options)
     if len(overlapping) > MAX_AMBIGUOUS_GROUPS or not 0 < count <= MAX_SPLITS:
         return []
     found = set()
     for choice in itertools.product(*options):
         left = {rp: dict(res) for rp, res in held.items()}
-        fits = True
         for group, rp in zip(overlapping, choice):
             for rc, amount in group.resources.items():
-                if left[rp].get(rc, 0) < amount:
-                    fits = False
-                    break
-                left[rp][rc] -= amount
-            if not fits:
-                break
-        if fits:
+                left[rp][rc] = left[rp].get(rc, 0) - amount
+        # NOTE(founders): a split that takes more than a provider holds is
+        # not one placement could have made.
+        if all(n >= 0 for res in left.values() for n in res.values()):
             found.add(frozenset(rp for rp, res in left.items()
                                 if any(res.get(rc, 0) > 0 for rc in wanted)))
     return sorted(found, key=sorted)
@@ -125,8 +119,7 @@ class HeldProvidersStrategy(base.Strategy):
         if not held:
             return base.NO_ALLOCATIONS
         query = self.resource_query(ctx)
-        splits = unsuffixed_holders(held, query)
-        splits = [s for s in splits if s]
+        splits = [s for s in unsuffixed_holders(held, query) if s]
         if not splits:
             return decision.Verdict(
                 decision.INCONCLUSIVE, providers=tuple(sorted(held)),
@@ -143,15 +136,14 @@ class HeldProvidersStrategy(base.Strategy):
                          > 1 for rc in wanted)
         state = {'traits': {}, 'tree': None,
                  'anchored': root in held and not held_twice}
-        verdicts = [self._judge(ctx, split, root, state) for split in splits]
+        missing = [self._judge(ctx, split, root, state) for split in splits]
         consulted = tuple(state['traits'])
-        outcomes = {v.outcome for v in verdicts}
-        if outcomes == {decision.ACCEPT}:
+        if not any(missing):
             return decision.Verdict(decision.ACCEPT, providers=consulted)
-        if outcomes == {decision.REJECT}:
-            missing = frozenset().union(*(v.missing for v in verdicts))
+        if all(missing):
             return decision.Verdict(
-                decision.REJECT, missing=missing, providers=consulted,
+                decision.REJECT, missing=frozenset().union(*missing),
+                providers=consulted,
                 detail='not on the providers serving the unsuffixed group')
         return decision.Verdict(
             decision.INCONCLUSIVE, providers=consulted,
@@ -159,6 +151,7 @@ class HeldProvidersStrategy(base.Strategy):
                     'request groups disagree' % len(splits)))
 
     def _judge(self, ctx, split, root, state):
+        """Return the traits missing on the providers of one split."""
         missing = set(ctx.required)
         for rp in sorted(split, key=lambda u: (u != root, u)):
             if not missing:
@@ -174,19 +167,11 @@ class HeldProvidersStrategy(base.Strategy):
                 # move is unfinished: not what the rebuilt server will use.
                 continue
             missing -= found
-        return decision.Verdict(
-            decision.REJECT if missing else decision.ACCEPT,
-            missing=frozenset(missing))
+        return missing
 
-    @staticmethod
-    def _tree(ctx, root, state):
+    def _tree(self, ctx, root, state):
         """The UUIDs of the compute node's tree (one request, once)."""
         if state['tree'] is None:
-            url = '/resource_providers'
-            body = ctx.placement.get(url, [('in_tree', root)],
-                                     version='1.14')
-            found = placement.require(body.get('resource_providers'), list,
-                                      url, 'resource_providers')
             state['tree'] = frozenset(
-                str(rp.get('uuid')) for rp in found if isinstance(rp, dict))
+                self.providers(ctx, [('in_tree', root)], '1.14'))
         return state['tree']

@@ -108,8 +108,8 @@ class InTreeCandidatesStrategy(base.Strategy):
             return base.NO_ALLOCATIONS
 
         try:
-            body, match = self._held_candidate(session, with_traits, held,
-                                               version)
+            match, many, summaries = self._held_candidate(
+                ctx, with_traits, held, version)
         except exception.PlacementUnknownTraits as e:
             unknown = e.traits & ctx.required
             if not unknown:
@@ -124,7 +124,7 @@ class InTreeCandidatesStrategy(base.Strategy):
         if match is not None:
             return decision.Verdict(
                 decision.ACCEPT, providers=tuple(sorted(match['allocations'])))
-        if len(body['allocation_requests']) >= CANDIDATE_LIMIT:
+        if many:
             # NOTE(founders): a held candidate may be past the limit (or past
             # placement's own max_allocation_candidates): a second query
             # finding one would wrongly say the traits are missing.
@@ -134,11 +134,11 @@ class InTreeCandidatesStrategy(base.Strategy):
                         'traits and none on the providers the server holds'
                         % CANDIDATE_LIMIT))
 
-        body, match = self._held_candidate(
-            session, placement.candidate_params(
-                query, root, limit=CANDIDATE_LIMIT), held, version)
+        without_traits = placement.candidate_params(query, root,
+                                                    limit=CANDIDATE_LIMIT)
+        match, many, summaries = self._held_candidate(
+            ctx, without_traits, held, version)
         if match is None:
-            many = len(body['allocation_requests']) >= CANDIDATE_LIMIT
             return decision.Verdict(
                 decision.INCONCLUSIVE, providers=tuple(sorted(held)),
                 detail=('at least %d candidates on this host and none on the '
@@ -150,39 +150,37 @@ class InTreeCandidatesStrategy(base.Strategy):
                         'its disk comes from a sharing provider, which '
                         'placement leaves out of in_tree queries; placement '
                         'cannot tell whether the traits are there'))
-        missing = ctx.required - self._unsuffixed_traits(body, match)
+        missing = ctx.required - self._unsuffixed_traits(summaries, match)
         return decision.Verdict(
             decision.REJECT, missing=frozenset(missing or ctx.required),
             providers=tuple(sorted(match['allocations'])),
             detail=('no allocation candidate on the providers the server '
                     'holds with the image traits'))
 
-    @staticmethod
-    def _held_candidate(session, params, held, version):
-        """Return the body and its first candidate the server holds, if any.
+    def _held_candidate(self, ctx, params, held, version):
+        """Return ``(held candidate or None, many, provider summaries)``.
 
-        A candidate is held when each of its allocations is one the server
-        has: the same amount of the same class on the same provider.
+        ``many`` says whether the query found :data:`CANDIDATE_LIMIT`
+        candidates. A candidate is held when each of its allocations is one
+        the server has: the same amount of the same class on the same
+        provider.
         """
-        url = _URL
-        body = session.get(url, params, version=version)
-        candidates = placement.require(body.get('allocation_requests'),
-                                       list, url, 'allocation_requests')
-        placement.require(body.get('provider_summaries'), dict, url,
-                          'provider_summaries')
+        candidates, summaries = self.allocation_candidates(ctx, params,
+                                                           version)
+        many = len(candidates) >= CANDIDATE_LIMIT
         for areq in candidates:
-            placement.require(areq, dict, url, 'an allocation request')
-            allocs = placement.require(areq.get('allocations'), dict, url,
+            placement.require(areq, dict, _URL, 'an allocation request')
+            allocs = placement.require(areq.get('allocations'), dict, _URL,
                                        'allocations')
             if all(rp in held and all(
                     held[rp].get(rc) == n for rc, n in
                     (a.get('resources') or {}).items())
                     for rp, a in allocs.items()):
-                return body, areq
-        return body, None
+                return areq, many, summaries
+        return None, many, summaries
 
     @staticmethod
-    def _unsuffixed_traits(body, areq):
+    def _unsuffixed_traits(summaries, areq):
         """Return the traits of the candidate's unsuffixed group providers.
 
         Those are the providers the candidate maps to the unsuffixed group,
@@ -194,11 +192,9 @@ class InTreeCandidatesStrategy(base.Strategy):
         else:
             uuids = list(areq.get('allocations') or {})
         traits = set()
-        url = '/allocation_candidates'
         for uuid in uuids:
-            summary = placement.require(
-                body['provider_summaries'].get(uuid) or {}, dict, url,
-                'a provider summary')
+            summary = placement.require(summaries.get(uuid) or {}, dict, _URL,
+                                        'a provider summary')
             traits.update(placement.require(summary.get('traits') or [],
-                                            list, url, 'traits'))
+                                            list, _URL, 'traits'))
         return traits

@@ -10,7 +10,6 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-from nova_image_traits import decision
 from nova_image_traits.i18n import _
 from nova_image_traits.strategies import base
 
@@ -31,6 +30,4 @@ class RootTraitsStrategy(base.Strategy):
     def evaluate(self, ctx):
         root = ctx.request.compute_node_uuid
         missing = ctx.required - self.provider_traits(ctx, root)
-        return decision.Verdict(
-            decision.REJECT if missing else decision.ACCEPT,
-            missing=frozenset(missing), providers=(root,))
+        return base.verdict(missing, [root])

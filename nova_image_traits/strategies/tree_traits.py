@@ -10,7 +10,6 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-from nova_image_traits import decision
 from nova_image_traits import exception
 from nova_image_traits import flavor
 from nova_image_traits.i18n import _
@@ -57,34 +56,19 @@ class TreeTraitsStrategy(base.Strategy):
                     if found:
                         missing -= found
                         providers.append(str(uuid))
-                return self._verdict(missing, providers)
+                return base.verdict(missing, providers)
         for trait in sorted(missing):
-            for uuid in self._providers_with(ctx, root, trait):
+            try:
+                found = self.providers(
+                    ctx, [('in_tree', root), ('required', trait)], '1.18')
+            except exception.PlacementUnknownTraits:
+                # No provider anywhere has a trait placement does not know.
+                continue
+            for uuid in found:
                 missing.discard(trait)
                 if uuid not in providers:
                     providers.append(uuid)
-        return self._verdict(missing, providers)
-
-    @staticmethod
-    def _verdict(missing, providers):
-        return decision.Verdict(
-            decision.REJECT if missing else decision.ACCEPT,
-            missing=frozenset(missing), providers=tuple(providers))
-
-    @staticmethod
-    def _providers_with(ctx, root, trait):
-        url = '/resource_providers'
-        try:
-            body = ctx.placement.get(
-                url, [('in_tree', root), ('required', trait)],
-                version='1.18')
-        except exception.PlacementUnknownTraits:
-            # No provider anywhere has a trait placement does not know.
-            return []
-        found = placement.require(body.get('resource_providers'), list,
-                                  url, 'resource_providers')
-        return [str(rp['uuid']) for rp in found
-                if isinstance(rp, dict) and rp.get('uuid')]
+        return base.verdict(missing, providers)
 
     def _tree_summaries(self, ctx, root):
         """Return {uuid: summary} for every provider in the tree, or None.
@@ -97,19 +81,14 @@ class TreeTraitsStrategy(base.Strategy):
         unsuffixed = self.resource_query(ctx).unsuffixed
         if not unsuffixed.resources:
             return None
-        url = '/allocation_candidates'
         resources_only = flavor.ResourceQuery(groups=(
             flavor.RequestGroup('', unsuffixed.resources),))
-        body = ctx.placement.get(
-            url, placement.candidate_params(resources_only, root=root,
-                                            limit=1),
-            version=SUMMARIES_VERSION)
-        candidates = placement.require(body.get('allocation_requests'),
-                                       list, url, 'allocation_requests')
-        summaries = placement.require(body.get('provider_summaries'),
-                                      dict, url, 'provider_summaries')
+        candidates, summaries = self.allocation_candidates(
+            ctx, placement.candidate_params(resources_only, root=root,
+                                            limit=1), SUMMARIES_VERSION)
         if not candidates:
             return None
         for summary in summaries.values():
-            placement.require(summary, dict, url, 'a provider summary')
+            placement.require(summary, dict, '/allocation_candidates',
+                              'a provider summary')
         return summaries

@@ -256,7 +256,8 @@ class HeldProvidersTest(base.TestCase):
     def test_provider_gone(self):
         session = _session({ROOT: {'VCPU': 2}}, {})
         session.bodies[(_traits(ROOT), ())] = exception.PlacementBadResponse(
-            method='GET', url=_traits(ROOT), status=404, why='gone')
+            url=_traits(ROOT), status=404, why='gone')
         ctx = strategy_base.Context(_request(), frozenset([GOLD]), session)
-        self.assertRaises(exception.PlacementProviderNotFound,
-                          self.strategy.evaluate, ctx)
+        err = self.assertRaises(exception.PlacementBadResponse,
+                                self.strategy.evaluate, ctx)
+        self.assertEqual('provider-not-found', err.cause)

@@ -389,16 +389,17 @@ class GetClientTest(base.TestCase):
         self.flags(group='placement', auth_type='admin_token')
         placement.settings(self.conf)
         with mock.patch.object(placement_cache.ks_loading,
-                               'get_plugin_loader') as loader:
+                               'get_auth_plugin_conf_options') as loader:
             placement.settings(self.conf)
-            # Another configuration lacks the options: registered again.
+            # Another configuration lacks the options: registered again,
+            # from the options learnt the first time.
             other = cfg.ConfigOpts()
             nit_conf.register_opts(other)
             other([])
             other.set_override('auth_type', 'admin_token', 'placement')
-            loader.return_value.get_options.return_value = []
             placement.settings(other)
-        self.assertEqual(1, loader.call_count)
+        self.assertEqual(0, loader.call_count)
+        self.assertIn('token', other.placement)
 
     def test_a_forked_child_builds_its_own_clients(self):
         first = placement.get_client(self.conf)

@@ -143,18 +143,19 @@ class RootTraitsTest(base.TestCase):
     def test_unknown_root(self):
         session = fakes.ScriptedSession({
             ROOT_TRAITS: exception.PlacementBadResponse(
-                method='GET', url='/x', status=404, why='not found')})
-        err = self.assertRaises(exception.PlacementProviderNotFound,
+                url='/x', status=404, why='not found')})
+        err = self.assertRaises(exception.PlacementBadResponse,
                                 self.strategy.evaluate, _ctx([GOLD], session))
         self.assertEqual('provider-not-found', err.cause)
 
     def test_server_error_is_kept(self):
         session = fakes.ScriptedSession({
             ROOT_TRAITS: exception.PlacementBadResponse(
-                method='GET', url='/x', status=503, why='down')})
+                url='/x', status=503, why='down')})
         err = self.assertRaises(exception.PlacementBadResponse,
                                 self.strategy.evaluate, _ctx([GOLD], session))
         self.assertEqual(503, err.kwargs['status'])
+        self.assertEqual('http-error', err.cause)
 
     def test_malformed_traits(self):
         session = fakes.ScriptedSession({ROOT_TRAITS: {'traits': GOLD}})
