@@ -93,8 +93,10 @@ HOST = _record(
 SHARING_PROVIDER = _record(
     'sharing provider', ['name', 'aggregates', 'inventory'],
     name=_string("The provider's name."),
-    aggregates=_list(_string('An aggregate name.'), 'Aggregate names; hosts '
-                     "in one of them can use this provider's inventory."),
+    aggregates=_list(_string('An aggregate name.'), 'Aggregate names, at '
+                     "least one; hosts in one of them can use this "
+                     "provider's inventory.",
+                     type='array', minItems=1),
     inventory=_INVENTORY,
     traits=_list(_TRAIT, 'Traits; ``MISC_SHARES_VIA_AGGREGATE`` is always '
                  'added.'))
@@ -212,7 +214,7 @@ def _where(data, error):
         message = str(error.cause)
     elif error.validator == 'minItems':
         message = 'expected at least one %s, got none' % error.schema[
-            'items']['title']
+            'items'].get('title', 'item')
     else:
         message = 'expected %s, got %s' % (expected(error.schema),
                                            loader.kind(value))

@@ -187,6 +187,15 @@ class ScenarioErrorTest(base.TestCase):
                          41, 'cases[0]', "expected a mapping, got a "
                          "string 'c1'")
 
+    def test_sharing_provider_needs_an_aggregate(self):
+        for value in ('[]', 'null', ''):
+            self.assertError(
+                self.replace('    aggregates: [agg1]\n    inventory',
+                             '    aggregates: %s\n    inventory' % value),
+                4, 'sharing_providers[0].aggregates',
+                'expected at least one item, got none' if value == '[]'
+                else 'expected a list, got nothing')
+
     def test_invalid_names(self):
         self.assertError(self.replace('traits: [HW_CPU_X86_AVX2]',
                                       'traits: [hw_cpu_x86_avx2]'),
