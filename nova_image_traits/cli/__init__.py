@@ -208,6 +208,9 @@ def short_reason(decision):
     if decision.fallback:
         text = '%s inconclusive (%s); %s' % (
             decision.strategy, first.split(':')[0], text)
-    text = ' '.join(text.split())
-    return text if len(text) <= _REASON_LIMIT else (
-        text[:_REASON_LIMIT - 3] + '...')
+    return cut(' '.join(text.split()), _REASON_LIMIT)
+
+
+def cut(text, limit):
+    """``text``, or its first ``limit`` characters ending in '...'."""
+    return text if len(text) <= limit else text[:limit - 3] + '...'

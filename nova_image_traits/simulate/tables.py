@@ -47,10 +47,6 @@ def cell(decision):
     return text + FALLBACK if decision.fallback else text
 
 
-def _cut(text, limit):
-    return text if len(text) <= limit else text[:limit - 3] + '...'
-
-
 def legend(names, decisions):
     """The lines printed under the matrix."""
     fallbacks = sorted({d.fallback for d in decisions if d.fallback})
@@ -74,7 +70,7 @@ def compact(names, judged):
     rows = []
     for j in judged:
         split = len({d.allowed for d in j.decisions}) > 1
-        rows.append((j.case.name, _cut(j.where, WHERE_LIMIT)) + tuple(
+        rows.append((j.case.name, cli.cut(j.where, WHERE_LIMIT)) + tuple(
             cell(d) for d in j.decisions) + (SPLIT if split else '',))
     return ('Case', 'Traits At') + tuple(
         SHORT_NAMES.get(n, n) for n in names) + (SPLIT,), rows
