@@ -78,15 +78,17 @@ class ImageTraitsFilter(filters.BaseHostFilter):
 
     @staticmethod
     def _forged_rebuild(hosts, spec_obj):
-        # NOTE(founders): the boot API accepts any scheduler hint, so a user
-        # can boot with _nova_check_type=['rebuild']. Nova then skips GET
-        # /allocation_candidates, which is where image traits are checked at
-        # boot, and runs the rebuild filters on every host. Deciding per host
-        # would send placement one decision per compute node; deciding nothing
-        # and passing would let an image that requires traits boot where
-        # nothing checked them. So: no placement request at all, and refuse
-        # every host when the image requires traits (nothing can be verified),
-        # pass them all otherwise (there is nothing to check).
+        # NOTE(founders): nova 34's API drops the _nova* hints a user gives at
+        # create, but a request spec that reaches the scheduler marked
+        # _nova_check_type=['rebuild'] some other way (an older or patched API,
+        # a hand-made RPC call) skips GET /allocation_candidates, where image
+        # traits are checked at boot, and runs the rebuild filters on every
+        # host. Deciding per host would send placement one decision per compute
+        # node; deciding nothing and passing would let an image that requires
+        # traits boot where nothing checked them. So: no placement request at
+        # all, and refuse every host when the image requires traits (nothing
+        # can be verified), pass them all otherwise (there is nothing to
+        # check).
         instance = getattr(spec_obj, 'instance_uuid', None)
         required = bool(nova_request.image_properties_from_image_meta(
             spec_obj.image if 'image' in spec_obj else None))
