@@ -25,7 +25,6 @@ every other ``trait:`` value, so we do the same.
 import re
 import urllib.parse
 
-from nova import objects
 from nova.scheduler import utils as scheduler_utils
 from nova import utils as nova_utils
 from oslo_log import log as logging
@@ -169,10 +168,15 @@ def image_properties_from_system_metadata(system_metadata, image_ref=None):
                  'treated as unknown.',
                  {'described': described, 'current': image_ref})
         return None
-    # Read through nova's own ImageMeta, as Instance.image_meta
-    # does, so that the original and the new image are read alike.
-    return image_properties_from_image_meta(objects.ImageMeta.from_dict(
-        nova_utils.get_image_from_system_metadata(system_metadata)))
+    image = nova_utils.get_image_from_system_metadata(system_metadata)
+    # NOTE(founders): filter exactly the way
+    # ImageMetaProps._set_attr_from_trait_names does, so the original and the
+    # new image are read alike, but without ImageMeta.from_dict: it validates
+    # every other property too, and a value an older nova accepted must not
+    # stop the rebuild.
+    return {str(key): REQUIRED
+            for key, value in image.get('properties', {}).items()
+            if str(key).startswith(TRAIT_PREFIX) and str(value) == REQUIRED}
 
 
 def flavor_from_nova(flavor):

@@ -791,6 +791,19 @@ class NovaRequestTest(oslo_base.BaseTestCase):
         self.assertIsNone(
             nova_request.image_properties_from_system_metadata(None))
 
+    def test_system_metadata_with_values_nova_now_refuses(self):
+        from nova_image_traits import nova_request
+
+        # Stored by an older nova; ImageMeta.from_dict raises on both.
+        sys_meta = {'image_base_image_ref': 'img-a',
+                    'image_hw_disk_bus': 'no-such-bus',
+                    'image_min_ram': 'abc',
+                    'image_trait:CUSTOM_A': 'required'}
+        self.assertEqual(
+            {'trait:CUSTOM_A': 'required'},
+            nova_request.image_properties_from_system_metadata(
+                sys_meta, image_ref='img-a'))
+
 
 class ForgedSchedulerHintTest(base.ImageTraitsTestBase):
     """A scheduler hint forged at create time cannot weaken the check.
