@@ -79,8 +79,11 @@ def validate_image_traits_for_rebuild(self, context, instance, image_ref):
         instance fault
     """
     conf = nova.conf.CONF
-    # Nova calls this only from rebuild_instance (compat checks that it
-    # does), which the hook wraps with remember().
+    # NOTE(founders): nova calls this from rebuild_instance, which the hook
+    # wraps with remember(); there nova needs the request spec itself
+    # (_restrict_request_spec_to_cell reads it next). Without them the
+    # check fails as an internal error below, and the refusal restores
+    # nothing.
     rebuild = getattr(_LOCAL, 'rebuild', None) or {}
     try:
         image_meta = objects.ImageMeta.from_image_ref(
@@ -91,15 +94,18 @@ def validate_image_traits_for_rebuild(self, context, instance, image_ref):
             return
         compute_node = objects.ComputeNode.get_by_host_and_nodename(
             context, instance.host, instance.node)
-        spec = rebuild.get('request_spec')
+        spec = rebuild['request_spec']
+        if 'is_bfv' in spec:
+            volume_backed = spec.is_bfv
+        else:
+            volume_backed = compute_utils.is_volume_backed_instance(
+                context, instance)
         request = nova_request.rebuild_request(
             context, spec, image_meta, compute_node.uuid, instance.host,
             flavor=instance.flavor,
-            orig_sys_metadata=rebuild.get('orig_sys_metadata'),
-            orig_image_ref=rebuild.get('orig_image_ref'),
-            is_volume_backed=(
-                None if 'is_bfv' in spec else
-                compute_utils.is_volume_backed_instance(context, instance)))
+            orig_sys_metadata=rebuild['orig_sys_metadata'],
+            orig_image_ref=rebuild['orig_image_ref'],
+            is_volume_backed=volume_backed)
         decision = engine.decide(request, conf=conf)
     except Exception:
         # NOTE(founders): anything escaping from here other than NoValidHost

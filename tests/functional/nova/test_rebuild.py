@@ -29,6 +29,7 @@ The expected outcomes below come from each strategy's documented rule and
 are written out in full, so that changing a strategy fails a test.
 """
 
+import contextlib
 import json
 import logging
 import os
@@ -560,6 +561,21 @@ class HookFailureHandlingTest(_FailureHandlingBase):
         decide.assert_called_once()
         self.assertEqual('ACTIVE', server['status'])
         self.assertEqual(self.new_image, server['image']['id'])
+
+    def test_check_without_the_rebuild_arguments_fails_closed(self):
+        # As if nova called the check from somewhere the hook does not wrap.
+        hook.install()
+        self.addCleanup(hook.uninstall)
+        self.useFixture(fixtures.MockPatchObject(
+            hook_check, 'remember',
+            lambda arguments: contextlib.nullcontext()))
+        decide = self.useFixture(fixtures.MockPatch(
+            'nova_image_traits.engine.decide')).mock
+        server = self._rebuild()
+        decide.assert_not_called()
+        self.assertEqual('ERROR', server['status'])
+        self.assertEqual(self.old_image, server['image']['id'])
+        self.assertIn('internal error', self.fault_message(server))
 
 
 class FilterFailureHandlingTest(_FailureHandlingBase):
