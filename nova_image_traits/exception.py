@@ -74,13 +74,17 @@ class PlacementTimeout(PlacementError):
 class PlacementBadResponse(PlacementError):
     """Placement answered with an HTTP error.
 
-    Errors with a meaning of their own set a more precise ``cause``:
-    ``provider-not-found`` (a 404 for a provider a strategy reads) and
-    ``unsupported-microversion`` (a 406).
+    A 406 carries the more precise ``cause`` ``unsupported-microversion``.
     """
 
     msg_fmt = 'Placement answered GET %(url)s with HTTP %(status)s: %(why)s'
     cause = 'http-error'
+
+
+class PlacementProviderNotFound(PlacementBadResponse):
+    """Placement answered 404 for a provider a strategy reads."""
+
+    cause = 'provider-not-found'
 
 
 class PlacementMalformedResponse(PlacementError):
@@ -112,6 +116,15 @@ class DecisionDeadlineExceeded(PlacementError):
     msg_fmt = ('The decision took longer than %(limit).1f seconds '
                '([image_traits] decision_timeout) %(waiting)s.')
     cause = 'deadline'
+
+
+class PlacementPoolTimeout(DecisionDeadlineExceeded):
+    """Every connection to placement stayed busy until the deadline."""
+
+    msg_fmt = ('No connection to placement became free for %(url)s within '
+               'the %(limit).1f seconds of the decision ([image_traits] '
+               'decision_timeout): too many decisions at once, or earlier '
+               'requests still waiting for placement.')
 
 
 class PlacementVersionChanged(PlacementError):

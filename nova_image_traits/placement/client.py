@@ -186,10 +186,8 @@ class PlacementClient:
             return self._workers.call(
                 run, lambda: deadline - time.monotonic(), grace=_GRACE)
         except workers.Abandoned as e:
-            waiting = 'waiting for placement to answer GET %s' % url
             if e.waited_for == 'slot':
-                waiting = ('while no connection to placement became free for '
-                           '%s: too many decisions at once, or earlier '
-                           'requests still waiting for placement' % url)
-            raise exception.DecisionDeadlineExceeded(limit=limit,
-                                                     waiting=waiting)
+                raise exception.PlacementPoolTimeout(url=url, limit=limit)
+            raise exception.DecisionDeadlineExceeded(
+                limit=limit,
+                waiting='waiting for placement to answer GET %s' % url)

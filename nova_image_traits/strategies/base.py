@@ -140,7 +140,7 @@ class Strategy(metaclass=abc.ABCMeta):
             body = ctx.placement.get(url, version='1.6')
         except exception.PlacementBadResponse as e:
             if e.kwargs.get('status') == 404:
-                e.cause = 'provider-not-found'
+                raise exception.PlacementProviderNotFound(**e.kwargs) from e
             raise
         traits = placement.require(body.get('traits'), list, url, 'traits')
         return frozenset(str(t) for t in traits)

@@ -258,6 +258,6 @@ class HeldProvidersTest(base.TestCase):
         session.bodies[(_traits(ROOT), ())] = exception.PlacementBadResponse(
             url=_traits(ROOT), status=404, why='gone')
         ctx = strategy_base.Context(_request(), frozenset([GOLD]), session)
-        err = self.assertRaises(exception.PlacementBadResponse,
+        err = self.assertRaises(exception.PlacementProviderNotFound,
                                 self.strategy.evaluate, ctx)
         self.assertEqual('provider-not-found', err.cause)

@@ -28,6 +28,7 @@ from nova_image_traits import conf as nit_conf
 from nova_image_traits import exception
 from nova_image_traits import placement
 from nova_image_traits.placement import cache as placement_cache
+from nova_image_traits.placement import workers
 from tests.unit import base
 from tests.unit import fakes
 
@@ -139,8 +140,28 @@ class DeadlineTest(base.TestCase):
                                 session.get, TRAITS_URL)
         self.assertEqual('deadline', err.cause)
         self.assertIsInstance(err, exception.PlacementError)
+        self.assertEqual('The decision took longer than 5.0 seconds '
+                         '([image_traits] decision_timeout) before its next '
+                         'request.', err.message)
         self.assertEqual([], adapter.calls)
         self.assertEqual(0, session.requests)
+
+    def test_deadline_waiting_for_a_thread_or_an_answer(self):
+        session, adapter = _session({TRAITS_URL: {'traits': []}},
+                                    timeout=5.0)
+        for waited_for, error, words in (
+                ('slot', exception.PlacementPoolTimeout,
+                 'No connection to placement became free for %s within the '
+                 '5.0 seconds' % TRAITS_URL),
+                ('answer', exception.DecisionDeadlineExceeded,
+                 'decision_timeout) waiting for placement to answer GET %s.'
+                 % TRAITS_URL)):
+            session.client._workers.call = mock.Mock(
+                side_effect=workers.Abandoned(waited_for))
+            err = self.assertRaises(error, session.get, TRAITS_URL)
+            self.assertEqual('deadline', err.cause)
+            self.assertIn(words, err.message)
+        self.assertEqual([], adapter.calls)
 
     def test_a_request_taken_after_the_deadline_is_not_sent(self):
         session, adapter = _session({TRAITS_URL: {'traits': []}},
@@ -155,6 +176,7 @@ class DeadlineTest(base.TestCase):
         err = self.assertRaises(exception.DecisionDeadlineExceeded,
                                 session.get, TRAITS_URL)
         self.assertEqual('deadline', err.cause)
+        self.assertIn('before a thread took its request', err.message)
         self.assertEqual([], adapter.calls)
 
     def test_each_request_gets_what_is_left(self):

@@ -144,9 +144,12 @@ class RootTraitsTest(base.TestCase):
         session = fakes.ScriptedSession({
             ROOT_TRAITS: exception.PlacementBadResponse(
                 url='/x', status=404, why='not found')})
-        err = self.assertRaises(exception.PlacementBadResponse,
+        err = self.assertRaises(exception.PlacementProviderNotFound,
                                 self.strategy.evaluate, _ctx([GOLD], session))
         self.assertEqual('provider-not-found', err.cause)
+        self.assertIsInstance(err, exception.PlacementBadResponse)
+        self.assertEqual('Placement answered GET /x with HTTP 404: not found',
+                         err.message)
 
     def test_server_error_is_kept(self):
         session = fakes.ScriptedSession({
