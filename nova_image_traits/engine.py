@@ -170,7 +170,7 @@ def _decide(request, conf, opts, client, result, state):
             verdict = _run(name, 'fallback_strategy', ctx)
             verdict = nit_decision.Verdict(
                 verdict.outcome, verdict.missing,
-                tuple(dict.fromkeys(first.providers + verdict.providers)),
+                tuple(dict.fromkeys((*first.providers, *verdict.providers))),
                 '%s; %s: %s' % (first.detail, name, verdict.detail or
                                 verdict.outcome))
     except exception.RequestTooLarge as e:

@@ -169,9 +169,11 @@ class Audit(cli.CommandMixin, lister.Lister):
         rows, failed = [], False
         for name in self.names:
             # What the servers of the node alike share, or this one's own.
-            key = (name, request.compute_node_uuid, image_id,
-                   _flavor_key(request.flavor)) if cli.can_share(
-                       name, conf) else (name, server.id)
+            if cli.can_share(name, conf):
+                key = (name, request.compute_node_uuid, image_id,
+                       _flavor_key(request.flavor))
+            else:
+                key = (name, server.id)
             if key in shared:
                 self.stats.shared += 1
             else:

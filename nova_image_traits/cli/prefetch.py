@@ -55,8 +55,8 @@ class _Cached:
 class CachingClient:
     """A placement client that reuses what an audit has already read.
 
-    It stands in for :class:`~nova_image_traits.placement.PlacementClient`:
-    what it does not answer itself (the microversion) is the client's.
+    It stands in for :class:`~nova_image_traits.placement.PlacementClient`;
+    the microversion is the client's.
 
     :param client: the client that really talks to placement
     :ivar sent: the requests really sent to placement
@@ -68,8 +68,11 @@ class CachingClient:
         self._answers = {}
         self._held = {}
 
-    def __getattr__(self, name):
-        return getattr(self._client, name)
+    def max_version(self, session, ttl=None):
+        return self._client.max_version(session, ttl)
+
+    def forget_version(self):
+        self._client.forget_version()
 
     def start(self, timeout, max_url_length, **kwargs):
         return placement.PlacementSession(self, timeout, max_url_length,

@@ -33,7 +33,8 @@ class HelpTest(base.TestCase):
     def test_help_has_no_raw_rst(self):
         names = [name for name, _ep in cli.NovaImageTraitsApp(
         ).command_manager]
-        self.assertIn('audit images', names)
+        self.assertLessEqual({'simulate', 'check', 'audit', 'audit images'},
+                             set(names))
         for command in [[]] + [[name] for name in names]:
             rc, out, err = run('help', *command)
             self.assertEqual(0, rc, (command, err))
