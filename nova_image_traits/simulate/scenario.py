@@ -24,6 +24,7 @@ file, the line and the field at fault.
 import dataclasses
 import importlib.resources
 import os
+import typing as ty
 
 from nova_image_traits import cli
 from nova_image_traits import flavor as nit_flavor
@@ -43,69 +44,122 @@ class _Item:
                                     compare=False)
 
 
-_CLASSES = {}
-
-
-def _model(record, doc, extra=(), **methods):
-    """A dataclass whose fields are the properties of a schema record.
-
-    :param record: a record of :mod:`.schema`; its title names the class
-    :param extra: more fields, as for :func:`dataclasses.make_dataclass`
-    :param methods: the class's methods
-    """
-    cls = dataclasses.make_dataclass(
-        record['title'].title().replace(' ', ''),
-        list(record['properties']) + list(extra), bases=(_Item,),
-        kw_only=True, namespace=dict(methods, __doc__=doc,
-                                     __module__=__name__))
-    _CLASSES[record['title']] = cls
-    return cls
-
-
-def _to_flavor(self):
-    """Return the engine's :class:`~nova_image_traits.flavor.Flavor`."""
-    return nit_flavor.Flavor(
-        vcpus=self.vcpus, memory_mb=self.memory_mb, root_gb=self.root_gb,
-        ephemeral_gb=self.ephemeral_gb, swap=self.swap,
-        extra_specs=dict(self.extra_specs), name=self.name)
-
-
-def _by_name(self, kind):
-    """Return ``{name: item}`` for ``kind`` ('hosts', 'images'...)."""
-    return {item.name: item for item in getattr(self, kind)}
-
-
-def _sharing(self, host):
-    """Return the sharing providers of the aggregates of ``host``."""
-    return [sp for sp in self.sharing_providers
-            if set(sp.aggregates) & set(host.aggregates)]
-
-
-def _tree(self):
-    """Return the names of this host's providers, the root first."""
-    return [self.name] + [c.name for c in self.children]
-
-
 # NOTE(founders): each item has the fields of its record in the schema,
-# with the schema's defaults; :func:`_item` builds them.
-Child = _model(schema.CHILD, 'A nested provider under a compute host.')
-Host = _model(schema.HOST, 'A compute node: the root provider of its '
-              'tree.', tree=_tree)
-SharingProvider = _model(schema.SHARING_PROVIDER, 'A provider sharing its '
-                         'inventory with the hosts of its aggregates.')
-Flavor = _model(schema.FLAVOR, 'A nova flavor.', to_flavor=_to_flavor)
-Image = _model(schema.IMAGE, 'A Glance image: only its properties matter.')
-Server = _model(
-    schema.SERVER, """A server booted on a host with a flavor and an image.
+# with the schema's defaults; :func:`_item` builds them, and a unit test
+# checks that the two list the same fields.
+
+@dataclasses.dataclass(kw_only=True)
+class Child(_Item):
+    """A nested provider under a compute host."""
+    name: str
+    parent: ty.Optional[str]
+    inventory: dict
+    traits: list
+
+
+@dataclasses.dataclass(kw_only=True)
+class Host(_Item):
+    """A compute node: the root provider of its tree."""
+    name: str
+    vcpus: int
+    memory_mb: int
+    disk_gb: int
+    traits: list
+    aggregates: list
+    children: list
+    full: bool
+
+    def tree(self):
+        """Return the names of this host's providers, the root first."""
+        return [self.name] + [c.name for c in self.children]
+
+
+@dataclasses.dataclass(kw_only=True)
+class SharingProvider(_Item):
+    """A provider sharing its inventory with the hosts of its aggregates."""
+    name: str
+    aggregates: list
+    inventory: dict
+    traits: list
+
+
+@dataclasses.dataclass(kw_only=True)
+class Flavor(_Item):
+    """A nova flavor."""
+    name: str
+    vcpus: int
+    memory_mb: int
+    root_gb: int
+    ephemeral_gb: int
+    swap: int
+    extra_specs: dict
+
+    def to_flavor(self):
+        """Return the engine's :class:`~nova_image_traits.flavor.Flavor`."""
+        return nit_flavor.Flavor(
+            vcpus=self.vcpus, memory_mb=self.memory_mb, root_gb=self.root_gb,
+            ephemeral_gb=self.ephemeral_gb, swap=self.swap,
+            extra_specs=dict(self.extra_specs), name=self.name)
+
+
+@dataclasses.dataclass(kw_only=True)
+class Image(_Item):
+    """A Glance image: only its properties matter."""
+    name: str
+    properties: dict
+
+
+@dataclasses.dataclass(kw_only=True)
+class Server(_Item):
+    """A server booted on a host with a flavor and an image.
 
     :ivar allocations: provider name to ``{resource class: amount}``, or
         None to let placement choose them as at boot
-    """)
-Case = _model(schema.CASE, 'A rebuild to judge: a server and its new image.')
-Scenario = _model(
-    schema.SCHEMA, 'A whole scenario; each list keeps the file\'s order.',
-    extra=[('source', str, dataclasses.field(default=''))], by_name=_by_name,
-    sharing=_sharing)
+    """
+    name: str
+    host: str
+    flavor: str
+    image: str
+    allocations: ty.Optional[dict]
+
+
+@dataclasses.dataclass(kw_only=True)
+class Case(_Item):
+    """A rebuild to judge: a server and its new image."""
+    name: str
+    server: str
+    image: str
+    description: str
+
+
+@dataclasses.dataclass(kw_only=True)
+class Scenario(_Item):
+    """A whole scenario; each list keeps the file's order."""
+    description: str
+    sharing_providers: list
+    hosts: list
+    flavors: list
+    images: list
+    servers: list
+    cases: list
+    source: str = ''
+
+    def by_name(self, kind):
+        """Return ``{name: item}`` for ``kind`` ('hosts', 'images'...)."""
+        return {item.name: item for item in getattr(self, kind)}
+
+    def sharing(self, host):
+        """Return the sharing providers of the aggregates of ``host``."""
+        return [sp for sp in self.sharing_providers
+                if set(sp.aggregates) & set(host.aggregates)]
+
+
+#: The class of each record of the schema, by its title.
+CLASSES = {schema.CHILD['title']: Child, schema.HOST['title']: Host,
+           schema.SHARING_PROVIDER['title']: SharingProvider,
+           schema.FLAVOR['title']: Flavor, schema.IMAGE['title']: Image,
+           schema.SERVER['title']: Server, schema.CASE['title']: Case,
+           schema.SCHEMA['title']: Scenario}
 
 
 # -- building the model from a valid document ---------------------------------
@@ -137,8 +191,8 @@ def _item(record, data, path):
         elif spec.get('additionalProperties') is schema.STRINGS:
             fields[name] = {k: _nova_string(v)
                             for k, v in fields[name].items()}
-    return _CLASSES[record['title']](path=path, lines=dict(data.value_lines),
-                                     **fields)
+    return CLASSES[record['title']](path=path, lines=dict(data.value_lines),
+                                    **fields)
 
 
 # -- entry points -------------------------------------------------------------

@@ -11,6 +11,7 @@
 # under the License.
 """The scenario loader: the model it builds and the errors it reports."""
 
+import dataclasses
 import os
 import textwrap
 
@@ -119,6 +120,16 @@ class ScenarioLoadTest(base.TestCase):
         jsonschema.Draft202012Validator.check_schema(schema.SCHEMA)
         self.assertEqual(['hosts', 'flavors', 'images', 'servers', 'cases'],
                          schema.SCHEMA['required'])
+
+    def test_each_class_has_the_fields_of_its_record(self):
+        for title, cls in scenario.CLASSES.items():
+            record = next(r for r in (
+                schema.CHILD, schema.HOST, schema.SHARING_PROVIDER,
+                schema.FLAVOR, schema.IMAGE, schema.SERVER, schema.CASE,
+                schema.SCHEMA) if r['title'] == title)
+            fields = [f.name for f in dataclasses.fields(cls)
+                      if f.name not in ('path', 'lines', 'source')]
+            self.assertEqual(list(record['properties']), fields, title)
 
     def test_empty_lists_and_text_take_the_defaults(self):
         scn = scenario.loads(VALID.replace('    traits: [CUSTOM_POOL]',
