@@ -16,6 +16,7 @@ Each strategy is a class registered in the entry point namespace
 """
 
 from stevedore import driver
+from stevedore import exception as stevedore_exc
 
 from nova_image_traits import exception
 
@@ -32,18 +33,24 @@ def load(name, option='strategy'):
     :raises: StrategyNotFound, naming the bad value
     """
     strategy = _CACHE.get(name)
-    if strategy is None:
-        def _reraise(manager, entrypoint, exc):
-            raise exc
+    if strategy is not None:
+        return strategy
 
-        # NOTE(founders): a plugin that fails to import or to build, no such
-        # name and two plugins of one name all say which value is wrong.
-        try:
-            strategy = _CACHE[name] = driver.DriverManager(
-                NAMESPACE, name, invoke_on_load=True,
-                on_load_failure_callback=_reraise).driver
-        except Exception as e:
-            raise exception.StrategyNotFound(
-                name=name, namespace=NAMESPACE, option=option,
-                why='%s: %s' % (type(e).__name__, e))
+    def fail(why):
+        return exception.StrategyNotFound(
+            name=name, namespace=NAMESPACE, option=option,
+            why='%s: %s' % (type(why).__name__, why))
+
+    def load_failed(manager, entrypoint, exc):
+        # A plugin that fails to import or to build.
+        raise fail(exc)
+
+    try:
+        strategy = driver.DriverManager(
+            NAMESPACE, name, invoke_on_load=True,
+            on_load_failure_callback=load_failed).driver
+    except stevedore_exc.NoUniqueMatch as e:
+        # No plugin of that name, or two.
+        raise fail(e)
+    _CACHE[name] = strategy
     return strategy

@@ -20,6 +20,7 @@ from nova_image_traits import request as nit_request
 from nova_image_traits import strategies
 from nova_image_traits.strategies import base as strategy_base
 from nova_image_traits.strategies import in_tree_candidates
+from nova_image_traits.strategies import root_traits
 from tests.unit import base
 from tests.unit import fakes
 
@@ -74,6 +75,17 @@ class LoadTest(base.TestCase):
         self.assertIn(strategies.NAMESPACE, err.message)
         self.assertRaises(exception.StrategyNotFound, strategies.load,
                           'accept_everything')
+
+    def test_plugin_that_fails_to_build(self):
+        self.useFixture(fixtures.MockPatchObject(strategies, '_CACHE', {}))
+        self.useFixture(fixtures.MockPatchObject(
+            root_traits.RootTraitsStrategy, '__init__',
+            side_effect=ValueError('boom')))
+        err = self.assertRaises(exception.StrategyNotFound, strategies.load,
+                                'root_traits')
+        self.assertIn("'root_traits'", err.message)
+        self.assertIn('ValueError: boom', err.message)
+        self.assertIn('[image_traits] strategy', err.message)
 
 
 class RejectTest(base.TestCase):
