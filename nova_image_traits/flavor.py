@@ -37,7 +37,7 @@ import os_resource_classes as orc
 from nova_image_traits import traits as nit_traits
 
 #: An extra spec key ``resources[N]:<RC>`` or ``trait[N]:<NAME>``.
-_KEY = re.compile(r'^(resources|trait)([^:]*):(.*)$')
+_KEY = re.compile(r'(resources|trait)([^:]*):(.*)', re.DOTALL)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -111,7 +111,7 @@ class Flavor:
     def _specs(self, prefix):
         """(suffix, name, value) of every ``<prefix>[N]:<name>`` key."""
         for key, value in self.extra_specs.items():
-            match = _KEY.match(str(key))
+            match = _KEY.fullmatch(str(key))
             if match and match.group(1) == prefix:
                 yield match.group(2), match.group(3), value
 

@@ -162,6 +162,13 @@ class GranularAndTraitsTest(base.TestCase):
         self.assertEqual(1, len(groups))
         self.assertEqual(frozenset(), groups[0].required)
 
+    def test_trait_name_with_a_newline_is_kept_whole(self):
+        # Not cut at the newline, nor dropped: it is judged as given.
+        flavor = _flavor({'trait:CUSTOM_A\nB': 'required',
+                          'trait:CUSTOM_C\n': 'forbidden'})
+        self.assertEqual(frozenset(['CUSTOM_A\nB']), flavor.required_traits)
+        self.assertEqual(frozenset(['CUSTOM_C\n']), flavor.forbidden_traits)
+
 
 class FlavorPropertiesTest(base.TestCase):
 
