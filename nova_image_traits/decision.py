@@ -43,19 +43,31 @@ def _cut(text, limit):
     return text.encode('utf-8')[:limit].decode('utf-8', 'ignore')
 
 
+def cut(text):
+    """``text``, or its start ending in "...", within :data:`MAX_REASON`."""
+    if fits(text):
+        return text
+    return _cut(text, MAX_REASON - 3) + '...'
+
+
 @dataclasses.dataclass(frozen=True)
 class Verdict:
     """What one strategy concluded.
 
     :ivar outcome: one of :data:`OUTCOMES`
-    :ivar missing: required traits the host does not provide
+    :ivar missing: the traits whose requirement the host does not meet
+        (missing where required, present where forbidden)
     :ivar providers: resource provider UUIDs the strategy consulted
     :ivar detail: a short technical explanation, for logs and reasons
+    :ivar unmet: the unmet
+        :class:`~nova_image_traits.requirements.Requirement` objects; a
+        strategy that sets only ``missing`` has them found by name
     """
     outcome: str
     missing: frozenset = frozenset()
     providers: tuple = ()
     detail: str = ''
+    unmet: tuple = ()
 
 
 @dataclasses.dataclass
@@ -66,8 +78,18 @@ class Decision:
     :ivar allowed: whether the rebuild may go ahead
     :ivar strategy: the configured strategy
     :ivar fallback: the fallback strategy that decided, if one did
-    :ivar required: traits the new image requires
-    :ivar missing: required traits the host was found not to provide
+    :ivar required: traits the new image requires (its ``trait:``
+        properties and what nova derives)
+    :ivar requirements: every
+        :class:`~nova_image_traits.requirements.Requirement` judged
+    :ivar resources: the
+        :class:`~nova_image_traits.requirements.ResourceNeed` objects judged
+    :ivar derived: ``judged``, ``off`` (``[image_traits]
+        judge_derived_requirements``) or ``unknown`` (nova's code could not
+        derive them here)
+    :ivar missing: traits (or resource classes) whose requirement the host
+        was found not to meet
+    :ivar unmet: the unmet requirements
     :ivar providers: resource providers consulted, in order
     :ivar requests: placement requests sent for this decision
     :ivar elapsed: seconds spent deciding
@@ -83,7 +105,11 @@ class Decision:
     host: ty.Optional[str] = None
     fallback: ty.Optional[str] = None
     required: frozenset = frozenset()
+    requirements: tuple = ()
+    resources: tuple = ()
+    derived: str = '-'
     missing: frozenset = frozenset()
+    unmet: tuple = ()
     providers: tuple = ()
     requests: int = 0
     elapsed: float = 0.0
@@ -115,7 +141,8 @@ class Decision:
             'fallback=%(fallback)s instance=%(instance)s host=%(host)s '
             'node=%(node)s required=%(required)s missing=%(missing)s '
             'providers=%(providers)s requests=%(requests)d '
-            'elapsed_ms=%(elapsed_ms).1f cause=%(cause)s detail=%(detail)s',
+            'elapsed_ms=%(elapsed_ms).1f cause=%(cause)s derived=%(derived)s '
+            'requirements=%(requirements)s detail=%(detail)s',
             {'outcome': self.outcome,
              'allowed': self.allowed,
              'strategy': self.strategy,
@@ -129,6 +156,11 @@ class Decision:
              'requests': self.requests,
              'elapsed_ms': self.elapsed * 1000.0,
              'cause': self.cause or '-',
+             'derived': self.derived,
+             'requirements': ','.join(
+                 [r.logged() for r in self.requirements] +
+                 ['%s:%d<%s>' % (n.resource_class, n.amount, n.cause())
+                  for n in self.resources]) or '-',
              'detail': self.detail or '-'})
 
 
@@ -146,12 +178,17 @@ def trait_reason(traits, what, advice=None):
     :param advice: what the user can do; the default says to use another
         image or create a new server
     """
+    return _listed_reason(sorted(traits), ', ', what, advice)
+
+
+def _listed_reason(items, sep, what, advice):
+    """``<items>: <what>. <advice>``, cut as :func:`trait_reason` says."""
     if advice is None:
         advice = _('Rebuild with another image, or create a new server with '
                    'this one.')
-    names = sorted(traits)
+    names = list(items)
     for shown in range(len(names), 0, -1):
-        listed = ', '.join(names[:shown])
+        listed = sep.join(names[:shown])
         if shown < len(names):
             listed = _('%(listed)s and %(count)d more') % {
                 'listed': listed, 'count': len(names) - shown}
@@ -169,6 +206,45 @@ def trait_reason(traits, what, advice=None):
     listed = _cut(names[0], max(room, 16)) + '...' + more
     text = _('%(traits)s: %(what)s.') % {'traits': listed, 'what': what}
     return _cut(text, MAX_REASON)
+
+
+def _clause(requirement):
+    """"hw_tpm_version=2.0 needs COMPUTE_SECURITY_TPM_2_0", for users."""
+    values = {'cause': requirement.cause(), 'trait': requirement.trait}
+    if not requirement.derived:
+        return _('the new image requires %(trait)s') % values
+    if requirement.forbidden:
+        return _('%(cause)s forbids %(trait)s') % values
+    return _('%(cause)s needs %(trait)s') % values
+
+
+def requirement_reason(unmet, what, advice=None):
+    """A user reason naming each unmet requirement by what caused it.
+
+    "hw_tpm_version=2.0 needs COMPUTE_SECURITY_TPM_2_0: missing on this
+    server's compute node." It :func:`fits`, as :func:`trait_reason`.
+
+    :param unmet: :class:`~nova_image_traits.requirements.Requirement`
+        objects
+    :param what: what the strategy found of them
+    """
+    return _listed_reason([_clause(r) for r in sorted(unmet)], '; ', what,
+                          advice)
+
+
+def resource_reason(needs):
+    """The refusal of an image that needs resources the server lacks.
+
+    :param needs: :class:`~nova_image_traits.requirements.ResourceNeed`
+        objects
+    """
+    return _listed_reason(
+        [_('%(cause)s needs %(rc)s') % {'cause': n.cause(),
+                                        'rc': n.resource_class}
+         for n in needs], '; ',
+        _('this server does not hold it, and a rebuild keeps the resources '
+          'it holds'),
+        _('Create a new server with this image instead.'))
 
 
 def missing_message(missing, lacks):

@@ -17,18 +17,20 @@ which knows nothing of nova. The scheduler filter (which sees a
 pre-check (which also see the instance and the system metadata of the
 *original* image) all build their request with :func:`rebuild_request`.
 
-Only image traits are passed on: nova's ``ImageMetaProps`` keeps just the
-``trait:<NAME>=required`` properties (as ``traits_required``) and ignores
-every other ``trait:`` value, so we do the same.
+The image's ``trait:`` properties are passed on as nova reads them: its
+``ImageMetaProps`` keeps just the ``trait:<NAME>=required`` properties (as
+``traits_required``) and ignores every other ``trait:`` value, so we do
+the same. What nova derives from the image's other properties comes from
+:mod:`nova_image_traits.boot_requirements`.
 """
 
-import re
-import urllib.parse
-
-from nova.scheduler import utils as scheduler_utils
+import nova.conf
+from nova import objects
 from nova import utils as nova_utils
 from oslo_log import log as logging
 
+from nova_image_traits import boot_requirements
+from nova_image_traits import conf as nit_conf
 from nova_image_traits import flavor as nit_flavor
 from nova_image_traits import request as nit_request
 from nova_image_traits.traits import REQUIRED
@@ -38,87 +40,6 @@ LOG = logging.getLogger(__name__)
 
 #: The system metadata key naming the image the ``image_*`` keys describe.
 SM_BASE_IMAGE_REF = nova_utils.SM_IMAGE_PROP_PREFIX + 'base_image_ref'
-
-# A per-group parameter of GET /allocation_candidates and its suffix.
-_GROUP_PARAM = re.compile(r'^(resources|required|member_of)(.*)$')
-
-
-def resource_query_from_request_spec(spec_obj):
-    """Return the :class:`~nova_image_traits.flavor.ResourceQuery` of a boot.
-
-    It is built by nova's own ``ResourceRequest.from_request_spec``, the
-    code the scheduler runs at boot (flavor, extra specs, CPU policies,
-    memory encryption, vTPM, vPMEM, secure boot and the other image
-    properties nova translates), and read back from its
-    ``to_querystring()``, the public form of that request. It lacks what
-    nova does not keep in the request spec or adds only when it schedules:
-    the groups of ports, accelerators and PCI devices
-    (``requested_resources`` is not persisted, and the conductor fills it
-    again only for an evacuation) and what request filters add
-    (``member_of``, ``COMPUTE_STATUS_DISABLED``). For a rebuild that is
-    what matters: those groups ask for other resource classes than the
-    unsuffixed group, and the server is not being placed anew. The new image's
-    ``trait:<NAME>=required`` traits are left out: the strategies add them
-    where nova does, to the unsuffixed group, and can also ask without
-    them. ``in_tree`` and ``limit`` are the strategies' to set.
-
-    :param spec_obj: the ``nova.objects.RequestSpec`` of the rebuild, whose
-        image is already the new one
-    :returns: a ResourceQuery, or None when nova cannot build the request
-        (the strategies then use the flavor alone)
-    """
-    try:
-        spec = spec_obj.obj_clone()
-        if 'image' in spec and spec.image and 'properties' in spec.image:
-            spec.image.properties.traits_required = []
-        res_req = scheduler_utils.ResourceRequest.from_request_spec(
-            spec, enable_pinning_translate=True)
-        querystring = res_req.to_querystring()
-    except Exception as e:
-        LOG.warning('Cannot build the placement request of instance '
-                    '%(instance)s with nova\'s ResourceRequest (%(error)s); '
-                    'judging its flavor alone.',
-                    {'instance': getattr(spec_obj, 'instance_uuid', None),
-                     'error': '%s: %s' % (type(e).__name__, e)})
-        return None
-    return resource_query_from_querystring(querystring)
-
-
-def _traits(values):
-    """The required and the forbidden trait names in ``required`` values."""
-    names = [name for value in values for name in value.split(',') if name]
-    return (frozenset(n for n in names if not n.startswith('!')),
-            frozenset(n[1:] for n in names if n.startswith('!')))
-
-
-def resource_query_from_querystring(querystring):
-    """Parse a ``GET /allocation_candidates`` query string into a query.
-
-    :param querystring: what ``ResourceRequest.to_querystring()`` returns
-    :returns: a :class:`~nova_image_traits.flavor.ResourceQuery` with
-        ``source='nova'``
-    """
-    params = urllib.parse.parse_qs(querystring)
-    # NOTE(founders): in_tree and limit are the strategies' to set.
-    suffixes = {''} | {match.group(2)
-                       for match in map(_GROUP_PARAM.match, params) if match}
-    groups = []
-    for sfx in sorted(suffixes):
-        amounts = [item.partition(':')
-                   for value in params.get('resources' + sfx, ())
-                   for item in value.split(',') if item]
-        required, forbidden = _traits(params.get('required' + sfx, ()))
-        groups.append(nit_flavor.RequestGroup(
-            sfx, {rc: int(amount) for rc, _sep, amount in amounts},
-            required, forbidden, tuple(params.get('member_of' + sfx, ()))))
-    root_required, root_forbidden = _traits(params.get('root_required', ()))
-    return nit_flavor.ResourceQuery(
-        groups=tuple(groups),
-        group_policy=params.get('group_policy', [None])[-1],
-        same_subtree=tuple(tuple(value.split(','))
-                           for value in params.get('same_subtree', ())),
-        root_required=root_required, root_forbidden=root_forbidden,
-        source='nova')
 
 
 def image_properties_from_image_meta(image_meta):
@@ -192,18 +113,53 @@ def flavor_from_nova(flavor):
         name=flavor.name if 'name' in flavor else None)
 
 
+def judges_derived(conf=None):
+    """Whether ``[image_traits] judge_derived_requirements`` is on."""
+    conf = nova.conf.CONF if conf is None else conf
+    if 'image_traits' not in conf:
+        nit_conf.register_opts(conf)
+    return conf.image_traits.judge_derived_requirements
+
+
+def _volume_backed(spec, is_volume_backed):
+    if is_volume_backed is None:
+        return 'is_bfv' in spec and bool(spec.is_bfv)
+    return bool(is_volume_backed)
+
+
+def original_image_meta(orig_sys_metadata, orig_image_ref):
+    """The ``ImageMeta`` of the image being replaced, or None.
+
+    None when it is unknown, when the system metadata describes another
+    image, or when nova no longer accepts a value an older nova stored.
+    """
+    if image_properties_from_system_metadata(
+            orig_sys_metadata, image_ref=orig_image_ref) is None:
+        return None
+    image = nova_utils.get_image_from_system_metadata(
+        dict(orig_sys_metadata))
+    try:
+        return objects.ImageMeta.from_dict(image)
+    except Exception as e:
+        LOG.info('The current image %(image)s has properties nova no longer '
+                 'accepts (%(error)s); what it asked at boot is treated as '
+                 'unknown.', {'image': orig_image_ref, 'error': e})
+        return None
+
+
 def rebuild_request(context, spec, image_meta, compute_node_uuid, host,
                     flavor=None, orig_sys_metadata=None, orig_image_ref=None,
-                    is_volume_backed=None):
+                    is_volume_backed=None, conf=None):
     """Build the request the filter, the hook or the pre-check asks about.
 
     :param context: the request context; its ``global_id`` is sent to
         placement
-    :param spec: the rebuild's ``nova.objects.RequestSpec``, whose image is
-        the new one (nova's API sets it before it casts to the conductor)
+    :param spec: the rebuild's ``nova.objects.RequestSpec``
     :param image_meta: the ``nova.objects.ImageMeta`` of the new image
     :param compute_node_uuid: the compute node the server is on, which is
-        also its resource provider
+        also its resource provider; None to look it up only once the
+        request :meth:`~nova_image_traits.request.RebuildRequest.asks`
+        anything (then ``dataclasses.replace`` it)
     :param host: the server's host
     :param flavor: the server's ``nova.objects.Flavor``; by default the
         request spec's
@@ -215,17 +171,31 @@ def rebuild_request(context, spec, image_meta, compute_node_uuid, host,
         that ``orig_sys_metadata`` describes it
     :param is_volume_backed: whether the root disk is a volume; by default
         the request spec's ``is_bfv``, False when it is not set
+    :param conf: the ConfigOpts holding ``[image_traits]``; nova's by
+        default
     :returns: a :class:`~nova_image_traits.request.RebuildRequest`
     """
-    if is_volume_backed is None:
-        is_volume_backed = 'is_bfv' in spec and bool(spec.is_bfv)
+    is_volume_backed = _volume_backed(spec, is_volume_backed)
+    if flavor is not None and flavor is not spec.flavor:
+        spec = spec.obj_clone()
+        spec.flavor = flavor
+    judge = judges_derived(conf)
+    boot = boot_requirements.derive(context, spec, image_meta,
+                                    is_volume_backed, judge=judge)
+    original_derived = None
+    if boot.derived:
+        original = original_image_meta(orig_sys_metadata, orig_image_ref)
+        if original is not None:
+            original_derived = boot_requirements.original(
+                context, spec, original, is_volume_backed)
     return nit_request.RebuildRequest(
         instance_uuid=spec.instance_uuid,
         compute_node_uuid=compute_node_uuid,
         image_properties=image_properties_from_image_meta(image_meta),
-        flavor=flavor_from_nova(flavor or spec.flavor),
+        flavor=flavor_from_nova(spec.flavor),
         original_image_properties=image_properties_from_system_metadata(
             orig_sys_metadata, image_ref=orig_image_ref),
-        is_volume_backed=bool(is_volume_backed),
-        resources=resource_query_from_request_spec(spec),
+        is_volume_backed=is_volume_backed,
+        resources=boot.query, derived=boot.derived,
+        original_derived=original_derived,
         host=host, global_request_id=getattr(context, 'global_id', None))

@@ -15,6 +15,7 @@ import dataclasses
 import typing as ty
 
 from nova_image_traits import flavor as nit_flavor
+from nova_image_traits import requirements as nit_requirements
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,6 +34,15 @@ class RebuildRequest:
         a boot of the server sends, built by nova's own ``ResourceRequest``
         inside nova; None derives it from the flavor alone (the command
         line, which has no nova)
+    :ivar derived: the :class:`~nova_image_traits.requirements.Derived`
+        requirements nova derives from the new image beyond its
+        ``trait:`` properties, built with nova's own code inside nova;
+        None when they are not judged (the command line without nova, or
+        ``[image_traits] judge_derived_requirements = False``)
+    :ivar original_derived: the derived requirements of the current
+        image (a frozenset of
+        :class:`~nova_image_traits.requirements.Requirement`), or None when
+        unknown
     :ivar global_request_id: nova's global request id
         (``context.global_id``), sent to placement as
         ``X-OpenStack-Request-ID`` so that its log ties to the nova request
@@ -47,3 +57,23 @@ class RebuildRequest:
     resources: ty.Optional[nit_flavor.ResourceQuery] = None
     host: ty.Optional[str] = None
     global_request_id: ty.Optional[str] = None
+    derived: ty.Optional[nit_requirements.Derived] = None
+    original_derived: ty.Optional[frozenset] = None
+
+    def asks(self):
+        """Whether the new image asks anything a decision judges.
+
+        When it does not, the filter, the hook and the pre-check decide
+        nothing and send placement nothing, as nova's own check does.
+        """
+        return bool(self.image_properties) or bool(self.derived)
+
+    def boot_query(self):
+        """The boot query of this server, less the image's requirements.
+
+        It is nova's own when the caller built it with nova, else the
+        flavor's (:class:`~nova_image_traits.flavor.ResourceQuery`).
+        """
+        if self.resources is not None:
+            return self.resources
+        return self.flavor.resource_query(self.is_volume_backed)

@@ -44,6 +44,7 @@ the flavor, malformed or too many),
 failed, or the strategy was inconclusive), so the user may retry.
 """
 
+import dataclasses
 import json
 import re
 
@@ -160,20 +161,21 @@ class RebuildPrecheck(nova_wsgi.Middleware):
         except Exception:
             return None  # nova reports the bad image itself
         image_meta = objects.ImageMeta.from_dict(image)
-        if not image_meta.properties.get('traits_required'):
-            return None
         admin = context.elevated()
+        spec = objects.RequestSpec.get_by_instance_uuid(admin,
+                                                        instance.uuid)
+        spec.image = image_meta
+        request = nova_request.rebuild_request(
+            context, spec, image_meta, None, instance.host,
+            flavor=instance.flavor,
+            orig_sys_metadata=instance.system_metadata,
+            orig_image_ref=instance.image_ref, conf=nova.conf.CONF)
+        if not request.asks():
+            return None
         mapping = objects.InstanceMapping.get_by_instance_uuid(
             admin, instance.uuid)
         with nova_context.target_cell(admin, mapping.cell_mapping) as cctxt:
             node = objects.ComputeNode.get_by_host_and_nodename(
                 cctxt, instance.host, instance.node)
-        spec = objects.RequestSpec.get_by_instance_uuid(admin,
-                                                        instance.uuid)
-        spec.image = image_meta
-        request = nova_request.rebuild_request(
-            context, spec, image_meta, node.uuid, instance.host,
-            flavor=instance.flavor,
-            orig_sys_metadata=instance.system_metadata,
-            orig_image_ref=instance.image_ref)
-        return engine.decide(request, conf=nova.conf.CONF)
+        return engine.decide(dataclasses.replace(
+            request, compute_node_uuid=node.uuid), conf=nova.conf.CONF)

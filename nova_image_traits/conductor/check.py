@@ -23,6 +23,7 @@ thread, with :func:`remember`.
 """
 
 import contextlib
+import dataclasses
 import threading
 
 from oslo_log import log as logging
@@ -88,12 +89,14 @@ def validate_image_traits_for_rebuild(self, context, instance, image_ref):
     try:
         image_meta = objects.ImageMeta.from_image_ref(
             context, self.image_api, image_ref)
-        if not nova_request.image_properties_from_image_meta(image_meta):
+        spec = rebuild.get('request_spec')
+        if spec is None and not nova_request.image_properties_from_image_meta(
+                image_meta):
+            # NOTE(founders): nothing to derive from without the request spec;
+            # as nova's own check, an image without traits passes.
             LOG.debug('New image %s requires no traits; rebuild allowed.',
                       image_ref, instance=instance)
             return
-        compute_node = objects.ComputeNode.get_by_host_and_nodename(
-            context, instance.host, instance.node)
         spec = rebuild['request_spec']
         if 'is_bfv' in spec:
             volume_backed = spec.is_bfv
@@ -101,12 +104,19 @@ def validate_image_traits_for_rebuild(self, context, instance, image_ref):
             volume_backed = compute_utils.is_volume_backed_instance(
                 context, instance)
         request = nova_request.rebuild_request(
-            context, spec, image_meta, compute_node.uuid, instance.host,
+            context, spec, image_meta, None, instance.host,
             flavor=instance.flavor,
             orig_sys_metadata=rebuild['orig_sys_metadata'],
             orig_image_ref=rebuild['orig_image_ref'],
-            is_volume_backed=volume_backed)
-        decision = engine.decide(request, conf=conf)
+            is_volume_backed=volume_backed, conf=conf)
+        if not request.asks():
+            LOG.debug('New image %s requires nothing of the host; rebuild '
+                      'allowed.', image_ref, instance=instance)
+            return
+        compute_node = objects.ComputeNode.get_by_host_and_nodename(
+            context, instance.host, instance.node)
+        decision = engine.decide(dataclasses.replace(
+            request, compute_node_uuid=compute_node.uuid), conf=conf)
     except Exception:
         # NOTE(founders): anything escaping from here other than NoValidHost
         # would leave the instance stuck in task_state REBUILDING, because

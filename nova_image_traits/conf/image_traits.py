@@ -128,6 +128,31 @@ request longer than the time left. When it runs out, the decision is a
 placement error and ``on_placement_error`` applies. Keep it well below
 ``[DEFAULT] rpc_response_timeout``.
 """),
+    cfg.BoolOpt(
+        'judge_derived_requirements',
+        default=True,
+        help="""
+Judge everything a boot of the new image would ask of the host, not only its
+``trait:<NAME>=required`` properties.
+
+At boot, nova derives more from an image than its ``trait:`` properties: its
+``ResourceRequest`` asks for traits and resources from the vTPM, secure boot,
+firmware, memory encryption and CPU thread policy properties, and the
+scheduler's image-related request filters ask the compute node for the traits
+of the image's disk format, buses, models and architecture (as far as the
+``[scheduler]`` options ``query_placement_for_image_type_support`` and
+``image_metadata_prefilter`` turn them on). On rebuild nova asks none of
+that. With this option, the strategy judges each of these requirements by
+placement's rule for it, with nova's own code deriving them, and a rebuild to
+an image that needs resources the server does not hold (such as
+``MEM_ENCRYPTION_CONTEXT``) is refused.
+
+The ``[scheduler]`` options are read where the decision is made: set them
+alike on the scheduler, conductor and API hosts.
+
+Set it to False to judge the image's ``trait:`` properties only, as before
+this option existed.
+"""),
     cfg.IntOpt(
         'max_image_traits',
         default=64,

@@ -90,8 +90,7 @@ class ImageTraitsFilter(filters.BaseHostFilter):
         # can be verified), pass them all otherwise (there is nothing to
         # check).
         instance = getattr(spec_obj, 'instance_uuid', None)
-        required = bool(nova_request.image_properties_from_image_meta(
-            spec_obj.image if 'image' in spec_obj else None))
+        required = _request(spec_obj, None, None).asks()
         if required:
             action = 'refusing every host because the image requires traits'
         else:
@@ -124,12 +123,9 @@ class ImageTraitsFilter(filters.BaseHostFilter):
         # By the time the scheduler runs, nova's API has already replaced
         # the image of the request spec (and the instance's image system
         # metadata) with the new one: the original image is unknown here.
-        request = nova_request.rebuild_request(
-            getattr(spec_obj, '_context', None) or oslo_context.get_current(),
-            spec_obj, spec_obj.image if 'image' in spec_obj else None,
-            host_state.uuid, host_state.host)
-        if not request.image_properties:
-            # Same shortcut as nova's own check: no required trait, nothing
+        request = _request(spec_obj, host_state.uuid, host_state.host)
+        if not request.asks():
+            # Same shortcut as nova's own check: nothing required, nothing
             # to decide, no placement request.
             return True
         decision = engine.decide(request, conf=nova.conf.CONF)
@@ -143,6 +139,13 @@ class ImageTraitsFilter(filters.BaseHostFilter):
                       'instance': request.instance_uuid,
                       'reason': decision.user_reason()})
         return decision.allowed
+
+
+def _request(spec_obj, compute_node_uuid, host):
+    return nova_request.rebuild_request(
+        getattr(spec_obj, '_context', None) or oslo_context.get_current(),
+        spec_obj, spec_obj.image if 'image' in spec_obj else None,
+        compute_node_uuid, host, conf=nova.conf.CONF)
 
 
 def _forced(spec_obj, field):

@@ -17,6 +17,7 @@ Pure helpers, with no client and no I/O.
 import urllib.parse
 
 from nova_image_traits import exception
+from nova_image_traits import requirements as reqs
 
 
 def parse_version(text):
@@ -30,7 +31,8 @@ def format_version(version):
     return '%d.%d' % tuple(version)
 
 
-def candidate_params(query, root=None, limit=None, image_traits=()):
+def candidate_params(query, root=None, limit=None, image_traits=(),
+                     requirements=()):
     """Return ``GET /allocation_candidates`` parameters for a boot query.
 
     Groups without resources are left out, as placement requires, unless
@@ -42,8 +44,14 @@ def candidate_params(query, root=None, limit=None, image_traits=()):
     :param limit: the number of candidates wanted, or None for all
     :param image_traits: traits to require in the unsuffixed group, where
         nova puts the image's
+    :param requirements: more
+        :class:`~nova_image_traits.requirements.Requirement` objects, each
+        added where nova puts it (the unsuffixed group or the root)
     :returns: a list of (name, value) pairs
     """
+    asked = {(r.scope, r.forbidden): set() for r in requirements}
+    for r in requirements:
+        asked[r.scope, r.forbidden].add(r.trait)
     params = []
     numbered = set()
     subtree = {sfx for suffixes in query.same_subtree for sfx in suffixes}
@@ -57,9 +65,12 @@ def candidate_params(query, root=None, limit=None, image_traits=()):
             params.append(('resources' + sfx, ','.join(
                 '%s:%d' % item for item in sorted(group.resources.items()))))
         required = set(group.required)
+        forbidden = set(group.forbidden)
         if not sfx:
             required |= set(image_traits)
-        traits = sorted(required) + ['!' + t for t in sorted(group.forbidden)]
+            required |= asked.get((reqs.UNSUFFIXED, False), set())
+            forbidden |= asked.get((reqs.UNSUFFIXED, True), set())
+        traits = sorted(required) + ['!' + t for t in sorted(forbidden)]
         if traits:
             params.append(('required' + sfx, ','.join(traits)))
         params.extend(('member_of' + sfx, m) for m in group.member_of)
@@ -67,8 +78,10 @@ def candidate_params(query, root=None, limit=None, image_traits=()):
             params.append(('in_tree' + sfx, root))
     if len(numbered) > 1:
         params.append(('group_policy', query.group_policy or 'none'))
-    roots = sorted(query.root_required) + [
-        '!' + t for t in sorted(query.root_forbidden)]
+    roots = sorted(set(query.root_required) |
+                   asked.get((reqs.ROOT, False), set())) + [
+        '!' + t for t in sorted(set(query.root_forbidden) |
+                                asked.get((reqs.ROOT, True), set()))]
     if roots:
         params.append(('root_required', ','.join(roots)))
     for suffixes in query.same_subtree:

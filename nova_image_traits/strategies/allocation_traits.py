@@ -11,6 +11,7 @@
 # under the License.
 
 from nova_image_traits.i18n import _
+from nova_image_traits import requirements
 from nova_image_traits.strategies import base
 
 
@@ -19,7 +20,8 @@ class AllocationTraitsStrategy(base.Strategy):
 
     The rebuild is accepted when every trait the new image requires is found
     on some provider that holds the server's allocations: the compute node,
-    an allocated nested provider or a sharing provider. This is the rule of
+    an allocated nested provider or a sharing provider, and none of them has
+    a trait it forbids, whatever the request group. This is the rule of
     nova's ``ComputeTaskManager._validate_image_traits_for_rebuild``, but the
     data is read fresh from placement (nova reads a cache up to
     ``[compute] resource_provider_association_refresh`` seconds old), nothing
@@ -28,12 +30,13 @@ class AllocationTraitsStrategy(base.Strategy):
 
     Requests: ``GET /allocations/{server}``, then the traits of the allocated
     providers, the compute node first, stopping as soon as every trait is
-    found.
+    found, unless a forbidden trait asks for them all.
     """
 
     name = 'allocation_traits'
     rule = 'the providers holding the server\'s resources must have them'
     lacks = _('missing on the resources allocated to this server')
+    judged = _('the resources allocated to this server')
 
     def evaluate(self, ctx):
         allocations = self.held_allocations(ctx)
@@ -42,10 +45,15 @@ class AllocationTraitsStrategy(base.Strategy):
         root = ctx.request.compute_node_uuid
         ordered = sorted(allocations, key=lambda u: (u != root, u))
         missing = set(ctx.required)
+        every = bool(ctx.of(forbidden=True))
+        traits = set()
         consulted = []
         for rp_uuid in ordered:
-            if not missing:
+            if not missing and not every:
                 break
             consulted.append(str(rp_uuid))
-            missing -= self.provider_traits(ctx, rp_uuid)
-        return base.verdict(missing, consulted)
+            found = self.provider_traits(ctx, rp_uuid)
+            traits |= found
+            missing -= found
+        return base.judged(requirements.unmet(ctx.requirements, traits),
+                           consulted)

@@ -16,7 +16,9 @@ import typing as ty
 
 from nova_image_traits import decision
 from nova_image_traits import exception
+from nova_image_traits.i18n import _
 from nova_image_traits import placement
+from nova_image_traits import requirements
 
 #: The verdict of a strategy that judges the server's allocations, when
 #: placement holds none (a server booted before placement, or data lost).
@@ -32,35 +34,74 @@ def verdict(missing, providers=()):
         missing=frozenset(missing), providers=tuple(providers))
 
 
+def judged(unmet, providers=(), detail=''):
+    """Accept when no requirement is ``unmet``, else reject naming them."""
+    unmet = tuple(sorted(set(unmet)))
+    return decision.Verdict(
+        decision.REJECT if unmet else decision.ACCEPT,
+        missing=frozenset(r.trait for r in unmet),
+        providers=tuple(providers), detail=detail if unmet else '',
+        unmet=unmet)
+
+
 @dataclasses.dataclass(frozen=True)
 class Context:
     """What a strategy is given.
 
     :ivar request: the :class:`~nova_image_traits.request.RebuildRequest`
-    :ivar required: the valid traits the new image requires (never empty)
+    :ivar required: the names of the traits required, in any scope
     :ivar placement: the decision's
         :class:`~nova_image_traits.placement.PlacementSession`
+    :ivar requirements: every
+        :class:`~nova_image_traits.requirements.Requirement` to judge (never
+        empty); by default the unsuffixed ``required`` traits
     """
     request: ty.Any
     required: frozenset
     placement: ty.Any
+    requirements: tuple = ()
+    _cache: dict = dataclasses.field(default_factory=dict, compare=False,
+                                     repr=False)
+
+    def __post_init__(self):
+        if not self.requirements:
+            object.__setattr__(self, 'requirements',
+                               requirements.from_image_traits(self.required))
+
+    def of(self, scope=None, forbidden=None):
+        """The requirements of one scope, or of one kind, or both."""
+        return tuple(r for r in self.requirements
+                     if (scope is None or r.scope == scope) and
+                     (forbidden is None or r.forbidden == forbidden))
 
 
 class Strategy(metaclass=abc.ABCMeta):
     """A rule deciding whether the current host satisfies image traits.
 
     Subclasses set :attr:`name`, :attr:`rule` (the rule, in a few words,
-    for operators) and :attr:`lacks` (what a refusal says of the missing
+    for operators), :attr:`lacks` (what a refusal says of the missing
     traits, for users: "missing on this server's compute node") and
+    :attr:`judged` (what was judged: "this server's compute node"), and
     implement :meth:`evaluate`. They raise
     :class:`~nova_image_traits.exception.PlacementError` when placement
-    cannot answer; they never write to placement. Forbidden flavor traits
-    are checked by the engine before any strategy runs.
+    cannot answer; they never write to placement. A trait both required
+    and forbidden in one request group, and resources the server does not
+    hold, are refused by the engine before any strategy runs.
     """
 
     name = None
     rule = None
     lacks = None
+    judged = None
+
+    def unmet_phrase(self, unmet):
+        """What a refusal says of ``unmet`` requirements, for users."""
+        where = self.judged or _("this server's host")
+        if all(r.forbidden for r in unmet):
+            return _('present on %s') % where
+        if not any(r.forbidden for r in unmet):
+            return _('missing on %s') % where
+        return _('not met by %s') % where
 
     @abc.abstractmethod
     def evaluate(self, ctx):
@@ -68,23 +109,26 @@ class Strategy(metaclass=abc.ABCMeta):
 
     @staticmethod
     def resource_query(ctx):
-        """Return the boot query of this server, less the image traits.
+        """Return the boot query of this server, less the image's asks.
 
-        It is nova's own when the caller built it with nova, else the
-        flavor's (:class:`~nova_image_traits.flavor.ResourceQuery`).
+        See :meth:`~nova_image_traits.request.RebuildRequest.boot_query`.
         """
-        request = ctx.request
-        if request.resources is not None:
-            return request.resources
-        return request.flavor.resource_query(request.is_volume_backed)
+        return ctx.request.boot_query()
 
     @staticmethod
     def held_allocations(ctx):
         """Return what the server holds: ``{rp_uuid: {rc: amount}}``.
 
-        One request, ``GET /allocations/{consumer}``; a rebuild keeps these
-        allocations, so they name the providers the rebuilt server uses.
+        One request, ``GET /allocations/{consumer}``, once per decision; a
+        rebuild keeps these allocations, so they name the providers the
+        rebuilt server uses.
         """
+        if 'held' not in ctx._cache:
+            ctx._cache['held'] = Strategy._read_allocations(ctx)
+        return ctx._cache['held']
+
+    @staticmethod
+    def _read_allocations(ctx):
         url = '/allocations/%s' % placement.quote(ctx.request.instance_uuid)
         body = ctx.placement.get(url, version='1.0')
         allocations = placement.require(

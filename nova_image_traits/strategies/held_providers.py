@@ -15,6 +15,8 @@ import math
 
 from nova_image_traits import decision
 from nova_image_traits.i18n import _
+from nova_image_traits import placement
+from nova_image_traits import requirements
 from nova_image_traits.strategies import base
 
 #: Above this many numbered groups sharing resource classes with the
@@ -77,23 +79,28 @@ class HeldProvidersStrategy(base.Strategy):
 
     A rebuild keeps the server's allocations, so the rebuilt server uses
     exactly the providers it holds now. At boot, placement requires each
-    of the image's traits on one of the providers that serve the
-    unsuffixed request group, where nova puts image traits: the compute
-    node for ``VCPU``, ``MEMORY_MB`` and ``DISK_GB``, a nested provider
-    serving an unsuffixed resource (a NUMA node, a pGPU for an unsuffixed
-    ``resources:VGPU=1``), a sharing provider serving the disk. This
-    strategy applies that rule to those providers: the rebuild is accepted
-    when each trait is on one of them. Providers that serve only numbered
-    groups, and providers the server does not hold, do not count.
+    trait of the unsuffixed request group, where nova puts the image's own
+    and those its ``ResourceRequest`` derives from the image, on one of
+    the providers that serve that group: the compute node for ``VCPU``,
+    ``MEMORY_MB`` and ``DISK_GB``, a nested provider serving an unsuffixed
+    resource (a NUMA node, a pGPU for an unsuffixed ``resources:VGPU=1``),
+    a sharing provider serving the disk; and it forbids a trait of that
+    group on every one of them. Traits the scheduler's request filters add
+    (``root_required``) must be on the compute node itself. This strategy
+    applies those rules to the providers the server holds. Providers that
+    serve only numbered groups, and providers the server does not hold, do
+    not count.
 
-    Only the compute node's tree and sharing providers count, as in a
-    placement candidate: while a move is unfinished (an evacuation whose
-    source host is still down) the server may also hold allocations on
-    another compute node, whose traits say nothing about this one.
+    Only the compute node's tree and the sharing providers of its
+    aggregates count, as in a placement candidate: while a move is
+    unfinished (an evacuation whose source host is still down) the server
+    may also hold allocations on another compute node, or on another
+    pool, whose traits say nothing about this one.
 
     Capacity plays no part, so a full host is judged like any other. The
-    verdict is inconclusive only when placement holds no allocations for
-    the server, when none of them serves the unsuffixed group, or when
+    verdict is inconclusive when placement holds no allocations for the
+    server, when none of them is on this compute node (a failed move left
+    them elsewhere), when none serves the unsuffixed group, or when
     numbered groups asking for the same resource classes make the split of
     the allocations ambiguous and the candidates disagree.
 
@@ -103,16 +110,17 @@ class HeldProvidersStrategy(base.Strategy):
     node serves the whole group, three when it spans two providers. Only
     when the allocations cannot be one placement candidate (the compute
     node holds nothing, or a class is held twice, as an unfinished move
-    does) and a trait is found on a nested provider, one more:
-    ``GET /resource_providers?in_tree=<node>``, to check that the provider
-    belongs to this compute node. None of it depends on the size of the
-    cloud.
+    does), one more, ``GET /resource_providers?in_tree=<node>``, to check
+    that a nested provider belongs to this compute node, and for a sharing
+    provider the aggregates of it and of the node. None of it depends on
+    the size of the cloud.
     """
 
     name = 'held_providers'
     rule = ("the providers holding the server's unsuffixed resources must "
             "have them")
     lacks = _('missing on the resources this server uses')
+    judged = _('the resources this server uses')
 
     def evaluate(self, ctx):
         held = self.held_allocations(ctx)
@@ -134,40 +142,65 @@ class HeldProvidersStrategy(base.Strategy):
         wanted = set(query.unsuffixed.resources)
         held_twice = any(sum(1 for res in held.values() if res.get(rc))
                          > 1 for rc in wanted)
-        state = {'traits': {}, 'tree': None,
+        state = {'traits': {}, 'tree': None, 'aggregates': {},
                  'anchored': root in held and not held_twice}
-        missing = [self._judge(ctx, split, root, state) for split in splits]
-        consulted = tuple(state['traits'])
-        if not any(missing):
-            return decision.Verdict(decision.ACCEPT, providers=consulted)
-        if all(missing):
+        if root not in held and not set(held) & self._tree(ctx, root, state):
+            # NOTE(founders): a failed resize or migration can leave a server
+            # holding nothing here; what it holds elsewhere says nothing of
+            # this host.
             return decision.Verdict(
-                decision.REJECT, missing=frozenset().union(*missing),
-                providers=consulted,
-                detail='not on the providers serving the unsuffixed group')
+                decision.INCONCLUSIVE, providers=tuple(sorted(held)),
+                detail=('none of the allocations of the server is on this '
+                        'compute node'))
+        unmet = [self._judge(ctx, split, root, state) for split in splits]
+        consulted = tuple(state['traits'])
+        if not any(unmet):
+            return decision.Verdict(decision.ACCEPT, providers=consulted)
+        if all(unmet):
+            return base.judged(
+                set().union(*unmet), consulted,
+                detail='not met by the providers serving the unsuffixed '
+                       'group or by the compute node')
         return decision.Verdict(
             decision.INCONCLUSIVE, providers=consulted,
             detail=('%d ways the allocations could split between the '
                     'request groups disagree' % len(splits)))
 
     def _judge(self, ctx, split, root, state):
-        """Return the traits missing on the providers of one split."""
-        missing = set(ctx.required)
+        """Return the requirements unmet on the providers of one split."""
+        unmet = set(requirements.unmet(ctx.of(scope=requirements.ROOT),
+                                       self._traits(ctx, root, state))
+                    if ctx.of(scope=requirements.ROOT) else ())
+        group = ctx.of(scope=requirements.UNSUFFIXED)
+        wanted = {r.trait for r in group if not r.forbidden}
+        forbidden = {r.trait for r in group if r.forbidden}
+        found = set()
         for rp in sorted(split, key=lambda u: (u != root, u)):
-            if not missing:
+            if not forbidden and wanted <= found:
                 break
-            traits = state['traits'].get(rp)
-            if traits is None:
-                traits = state['traits'][rp] = self.provider_traits(ctx, rp)
-            found = missing & traits
-            if (found and rp != root and not state['anchored'] and
-                    SHARING_TRAIT not in traits and
-                    rp not in self._tree(ctx, root, state)):
-                # NOTE(founders): another compute node's provider, held while a
-                # move is unfinished: not what the rebuilt server will use.
+            traits = self._traits(ctx, rp, state)
+            if (traits & (wanted | forbidden) and rp != root and
+                    not state['anchored'] and
+                    not self._belongs(ctx, rp, traits, root, state)):
+                # NOTE(founders): another compute node's provider, or a pool
+                # this node does not share, held while a move is unfinished:
+                # not what the rebuilt server will use.
                 continue
-            missing -= found
-        return missing
+            found |= traits
+        return unmet | set(requirements.unmet(group, found))
+
+    def _traits(self, ctx, rp, state):
+        """The traits of one provider (one request, once)."""
+        if rp not in state['traits']:
+            state['traits'][rp] = self.provider_traits(ctx, rp)
+        return state['traits'][rp]
+
+    def _belongs(self, ctx, rp, traits, root, state):
+        """Whether a placement candidate for ``root`` could use ``rp``."""
+        if SHARING_TRAIT not in traits:
+            return rp in self._tree(ctx, root, state)
+        return bool(self._aggregates(ctx, rp, state) &
+                    self._aggregates(ctx, root, state))
 
     def _tree(self, ctx, root, state):
         """The UUIDs of the compute node's tree (one request, once)."""
@@ -175,3 +208,13 @@ class HeldProvidersStrategy(base.Strategy):
             state['tree'] = frozenset(
                 self.providers(ctx, [('in_tree', root)], '1.14'))
         return state['tree']
+
+    def _aggregates(self, ctx, rp, state):
+        """The aggregates of one provider (one request, once)."""
+        if rp not in state['aggregates']:
+            url = '/resource_providers/%s/aggregates' % placement.quote(rp)
+            body = ctx.placement.get(url, version='1.1')
+            state['aggregates'][rp] = frozenset(
+                str(a) for a in placement.require(
+                    body.get('aggregates'), list, url, 'aggregates'))
+        return state['aggregates'][rp]

@@ -18,6 +18,7 @@ from nova_image_traits import decision
 from nova_image_traits import exception
 from nova_image_traits.i18n import _
 from nova_image_traits import placement
+from nova_image_traits import requirements
 from nova_image_traits.strategies import base
 
 LOG = logging.getLogger(__name__)
@@ -40,8 +41,9 @@ class InTreeCandidatesStrategy(base.Strategy):
 
     Sends ``GET /allocation_candidates`` with the boot query nova sends
     (its own ``ResourceRequest`` inside nova), every group restricted to
-    the compute node's tree with ``in_tree``, and the new image's required
-    traits in the unsuffixed group. A candidate counts only when it lands
+    the compute node's tree with ``in_tree``, and every requirement of the
+    new image where nova puts it: the unsuffixed group, or
+    ``root_required``. A candidate counts only when it lands
     on the providers the server holds (each of its allocations is one the
     server has), because a rebuild keeps those allocations; a candidate on
     another NUMA node or pGPU of the same host does not count. The rebuild
@@ -68,6 +70,7 @@ class InTreeCandidatesStrategy(base.Strategy):
     rule = ('a new boot of this flavor and image on the providers the '
             'server holds must be possible')
     lacks = _('missing on the resources this server uses')
+    judged = _('the resources this server uses')
 
     def evaluate(self, ctx):
         session = ctx.placement
@@ -99,7 +102,8 @@ class InTreeCandidatesStrategy(base.Strategy):
                 detail=('the unsuffixed request group, which carries the '
                         'image traits, asks for no resources'))
         with_traits = placement.candidate_params(
-            query, root, limit=CANDIDATE_LIMIT, image_traits=ctx.required)
+            query, root, limit=CANDIDATE_LIMIT,
+            requirements=ctx.requirements)
         # NOTE(founders): refuse a query placement would not take before asking
         # anything (the image traits make it long).
         session.build_url(_URL, with_traits)
@@ -150,9 +154,14 @@ class InTreeCandidatesStrategy(base.Strategy):
                         'its disk comes from a sharing provider, which '
                         'placement leaves out of in_tree queries; placement '
                         'cannot tell whether the traits are there'))
-        missing = ctx.required - self._unsuffixed_traits(summaries, match)
-        return decision.Verdict(
-            decision.REJECT, missing=frozenset(missing or ctx.required),
+        unmet = requirements.unmet(
+            ctx.of(scope=requirements.UNSUFFIXED),
+            self._unsuffixed_traits(summaries, match))
+        unmet += requirements.unmet(
+            ctx.of(scope=requirements.ROOT),
+            self._unsuffixed_traits(summaries, {'mappings': {'': [root]}}))
+        return base.judged(
+            unmet or ctx.requirements,
             providers=tuple(sorted(match['allocations'])),
             detail=('no allocation candidate on the providers the server '
                     'holds with the image traits'))

@@ -17,36 +17,52 @@ from nova_image_traits import traits as nit_traits
 
 
 class RejectStrategy(base.Strategy):
-    """Refuse traits the server was not already validated for.
+    """Refuse what the server was not already validated for.
 
-    The rebuild is accepted only when every trait the new image requires was
-    already required, when the server was created, by its current image or
-    by its flavor: placement checked those at boot. No placement request is
-    made.
+    The rebuild is accepted only when every requirement of the new image
+    was already asked, when the server was created, by its current image
+    or by its flavor: placement checked those at boot. A trait the image
+    requires counts as validated when the current image or the flavor
+    required it; a requirement nova derives, when a boot of the current
+    image asked the same of the same scope, or the flavor required (or
+    forbade) the same trait. No placement request is made.
 
     The scheduler filter cannot see the current image (nova has replaced it
-    with the new one by then), so there only the flavor's required traits
-    count, which makes the filter stricter than the conductor hook.
+    with the new one by then), so there only the flavor counts, which makes
+    the filter stricter than the conductor hook.
     """
 
     name = 'reject'
     rule = 'only traits the current image or the flavor required are accepted'
     lacks = _('not required when this server was created')
 
+    def unmet_phrase(self, unmet):
+        return _('not asked when this server was created')
+
     def evaluate(self, ctx):
         request = ctx.request
-        validated = set(request.flavor.required_traits)
+        flavor = request.flavor
+        validated = set(flavor.required_traits)
         known = request.original_image_properties is not None
         if known:
             validated |= nit_traits.image_traits(
                 request.original_image_properties).required
-        missing = ctx.required - validated
-        if not missing:
+        before = request.original_derived or frozenset()
+        unmet = []
+        for r in ctx.requirements:
+            if not r.derived:
+                ok = r.trait in validated
+            else:
+                ok = r in before or r.trait in (
+                    flavor.forbidden_traits if r.forbidden else
+                    flavor.required_traits)
+            if not ok:
+                unmet.append(r)
+        if not unmet:
             return decision.Verdict(
                 decision.ACCEPT,
-                detail='all required traits were validated at boot')
-        return decision.Verdict(
-            decision.REJECT, missing=frozenset(missing),
-            detail=('traits not required by the %s' % (
+                detail='all requirements were validated at boot')
+        return base.judged(unmet, detail=(
+            'not asked by the %s' % (
                 'current image or the flavor' if known else
                 'flavor (the current image is not known here)')))

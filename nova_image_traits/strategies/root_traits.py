@@ -11,6 +11,7 @@
 # under the License.
 
 from nova_image_traits.i18n import _
+from nova_image_traits import requirements
 from nova_image_traits.strategies import base
 
 
@@ -18,7 +19,8 @@ class RootTraitsStrategy(base.Strategy):
     """Compare with the traits of the compute node's root provider.
 
     The rebuild is accepted when the compute node resource provider (the root
-    of its tree) has every trait the new image requires. Traits on nested
+    of its tree) has every trait the new image requires, whatever the
+    request group it belongs to, and none it forbids. Traits on nested
     providers (NUMA nodes, GPUs, NICs) and sharing providers do not count.
     One placement request: ``GET /resource_providers/{uuid}/traits``.
     """
@@ -26,8 +28,10 @@ class RootTraitsStrategy(base.Strategy):
     name = 'root_traits'
     rule = 'the compute node itself must have them'
     lacks = _("missing on this server's compute node")
+    judged = _("this server's compute node")
 
     def evaluate(self, ctx):
         root = ctx.request.compute_node_uuid
-        missing = ctx.required - self.provider_traits(ctx, root)
-        return base.verdict(missing, [root])
+        traits = self.provider_traits(ctx, root)
+        return base.judged(requirements.unmet(ctx.requirements, traits),
+                           [root])

@@ -14,6 +14,7 @@ from nova_image_traits import exception
 from nova_image_traits import flavor
 from nova_image_traits.i18n import _
 from nova_image_traits import placement
+from nova_image_traits import requirements
 from nova_image_traits.strategies import base
 
 
@@ -26,9 +27,10 @@ class TreeTraitsStrategy(base.Strategy):
     """Compare with the union of the traits of every provider in the tree.
 
     The rebuild is accepted when every trait the new image requires is
-    found on some provider of the compute node's tree: the root or any
-    nested provider, allocated to the server or not. Sharing providers are
-    outside the tree and do not count.
+    found on some provider of the compute node's tree, whatever its request
+    group: the root or any nested provider, allocated to the server or not,
+    and no provider of the tree has a trait it forbids. Sharing providers
+    are outside the tree and do not count.
 
     Requests: one for the root's traits, which settles the common case.
     When the root lacks one trait, one
@@ -36,18 +38,34 @@ class TreeTraitsStrategy(base.Strategy):
     several, one ``GET /allocation_candidates?in_tree=<root>&limit=1`` for
     the flavor's own resources, whose provider summaries carry the traits
     of every provider in the tree; only if that finds no candidate (a full
-    host) is each missing trait asked about in turn. None of this grows
+    host) is each missing trait asked about in turn. A forbidden trait the
+    root does not have costs one ``in_tree`` request. None of this grows
     with the size of the tree.
     """
 
     name = 'tree_traits'
     rule = 'some provider in the compute node tree must have each of them'
     lacks = _("missing on every resource provider of this server's host")
+    judged = _("the resource providers of this server's host")
 
     def evaluate(self, ctx):
         root = ctx.request.compute_node_uuid
-        missing = set(ctx.required - self.provider_traits(ctx, root))
+        root_traits = self.provider_traits(ctx, root)
+        required = frozenset(r.trait for r in ctx.of(forbidden=False))
         providers = [root]
+        missing = self._missing(ctx, root, set(required - root_traits),
+                                providers)
+        present = set(root_traits)
+        for r in ctx.of(forbidden=True):
+            if r.trait not in present and self._in_tree(ctx, root, r.trait,
+                                                        providers):
+                present.add(r.trait)
+        traits = (required - missing) | present
+        return base.judged(requirements.unmet(ctx.requirements, traits),
+                           providers)
+
+    def _missing(self, ctx, root, missing, providers):
+        """Which of ``missing`` no provider of the tree has."""
         if len(missing) > 1:
             summaries = self._tree_summaries(ctx, root)
             if summaries is not None:
@@ -56,19 +74,24 @@ class TreeTraitsStrategy(base.Strategy):
                     if found:
                         missing -= found
                         providers.append(str(uuid))
-                return base.verdict(missing, providers)
+                return missing
         for trait in sorted(missing):
-            try:
-                found = self.providers(
-                    ctx, [('in_tree', root), ('required', trait)], '1.18')
-            except exception.PlacementUnknownTraits:
-                # No provider anywhere has a trait placement does not know.
-                continue
-            for uuid in found:
+            if self._in_tree(ctx, root, trait, providers):
                 missing.discard(trait)
-                if uuid not in providers:
-                    providers.append(uuid)
-        return base.verdict(missing, providers)
+        return missing
+
+    def _in_tree(self, ctx, root, trait, providers):
+        """Whether a provider of the tree has ``trait`` (one request)."""
+        try:
+            found = self.providers(
+                ctx, [('in_tree', root), ('required', trait)], '1.18')
+        except exception.PlacementUnknownTraits:
+            # No provider anywhere has a trait placement does not know.
+            return False
+        for uuid in found:
+            if uuid not in providers:
+                providers.append(uuid)
+        return bool(found)
 
     def _tree_summaries(self, ctx, root):
         """Return {uuid: summary} for every provider in the tree, or None.

@@ -158,7 +158,7 @@ class WithoutPlacementTest(EngineTestCase):
 
     def test_forbidden_by_flavor(self):
         flavor = nit_flavor.Flavor(vcpus=1, extra_specs={
-            'trait1:' + GOLD: 'forbidden'})
+            'trait:' + GOLD: 'forbidden'})
         result = self._decide_without_client(
             {'trait:' + GOLD: 'required', 'trait:' + AVX2: 'required'},
             flavor=flavor)
@@ -168,6 +168,18 @@ class WithoutPlacementTest(EngineTestCase):
         self.assertTrue(result.user_reason().startswith(
             GOLD + ": required by the new image, forbidden by the server's "
             "flavor."), result.user_reason())
+
+    def test_forbidden_in_a_numbered_group_is_judged_by_placement_rule(self):
+        # NOTE(founders): placement checks each request group alone
+        # (_check_forbidden): trait1:X=forbidden says nothing of the
+        # unsuffixed group, where the image's X goes.
+        flavor = nit_flavor.Flavor(vcpus=1, memory_mb=512, extra_specs={
+            'resources1:VGPU': '1', 'trait1:' + GOLD: 'forbidden'})
+        self.flags(strategy='root_traits')
+        result = self.decide(
+            {'trait:' + GOLD: 'required'}, flavor=flavor,
+            routes={ROOT_TRAITS: {'traits': [GOLD]}})
+        self.assertEqual(decision.ACCEPT, result.outcome, result.detail)
 
 
 class StrategyOutcomeTest(EngineTestCase):

@@ -24,6 +24,7 @@ from tests.unit import base
 #: Modules that exist to plug into nova and may import it.
 INTEGRATION = ('nova_image_traits.filters', 'nova_image_traits.conductor',
                'nova_image_traits.nova_request', 'nova_image_traits.api',
+               'nova_image_traits.boot_requirements',
                'nova_image_traits.cmd.conductor')
 
 #: What runs inside nova, or beside it to deploy it: never the simulator.
@@ -31,6 +32,8 @@ DECISION_PATH = ('nova_image_traits.engine', 'nova_image_traits.decision',
                  'nova_image_traits.strategies', 'nova_image_traits.placement',
                  'nova_image_traits.filters', 'nova_image_traits.conductor',
                  'nova_image_traits.api', 'nova_image_traits.nova_request',
+                 'nova_image_traits.boot_requirements',
+                 'nova_image_traits.requirements',
                  'nova_image_traits.cmd.conductor',
                  'nova_image_traits.cmd.status', 'nova_image_traits.conf')
 SIMULATOR = 'nova_image_traits.simulate'

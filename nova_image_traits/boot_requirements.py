@@ -1,0 +1,387 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""What a boot of the new image would ask of the host, by nova's own code.
+
+At boot, nova's scheduler runs its request filters
+(``nova.scheduler.request_filter.process_reqspec``) on the request spec,
+then sends placement what ``ResourceRequest.from_request_spec`` builds
+from it. On rebuild it does neither (bug 1772523). :func:`derive` does
+both, on a clone of the rebuild's request spec carrying the new image, so
+that the engine can judge everything such a boot would ask. It is the only
+module that calls nova's request filters.
+
+Only what the image adds counts: the same is asked for an image without
+properties, and whatever that asks too (the flavor's own traits and
+resources) is left out. Each requirement keeps its source, the image
+property it disappears without.
+"""
+
+import collections
+import re
+import urllib.parse
+
+from oslo_log import log as logging
+
+from nova import exception as nova_exception
+from nova import objects
+from nova.scheduler import request_filter
+from nova.scheduler import utils as scheduler_utils
+
+from nova_image_traits import flavor as nit_flavor
+from nova_image_traits import requirements as reqs
+
+LOG = logging.getLogger(__name__)
+
+#: nova's request filters that derive requirements from the image. Each
+#: series runs those of them its ``ALL_REQUEST_FILTERS`` lists, so a series
+#: that lacks one asks, here as at boot, without it.
+IMAGE_FILTERS = frozenset([
+    # COMPUTE_IMAGE_TYPE_<disk_format> ([scheduler]
+    # query_placement_for_image_type_support).
+    'require_image_type_support',
+    # Bus, video, VIF, architecture and vIOMMU models ([scheduler]
+    # image_metadata_prefilter).
+    'transform_image_metadata',
+    'packed_virtqueue_filter',
+    'ephemeral_encryption_filter',
+    'virtio_sound_filter',
+    'tpm_secret_security_filter',
+])
+
+#: nova's request filters left out, and why: none is about the image.
+NOT_ABOUT_THE_IMAGE = {
+    'require_tenant_aggregate': 'the project, which a rebuild keeps',
+    'map_az_to_placement_aggregate': 'the availability zone, which a '
+                                     'rebuild keeps',
+    'compute_status_filter': 'whether the compute service is disabled, '
+                             'which does not stop a rebuild on it',
+    # NOTE(founders): it isolates aggregates by the image's and flavor's
+    # traits through the API database and the host's aggregates; the trait
+    # requirements themselves are judged here.
+    'isolate_aggregates': 'aggregate membership, not a requirement on a '
+                          'provider',
+    'accelerators_filter': "the flavor's device profile",
+    'routed_networks_filter': "the server's networks",
+    'remote_managed_ports_filter': "the server's ports",
+    'owner_nova_filter': 'which service manages the providers',
+}
+
+_warned = set()
+
+# A per-group parameter of GET /allocation_candidates and its suffix.
+_GROUP_PARAM = re.compile(r'^(resources|required|member_of)(.*)$')
+
+
+def image_filters():
+    """nova's image-related request filters, in the order a boot runs them.
+
+    A filter this module knows neither as one nor as the other is logged
+    once, as a WARNING: a later nova may have added one.
+    """
+    chosen = []
+    for func in request_filter.ALL_REQUEST_FILTERS:
+        name = getattr(func, '__name__', repr(func))
+        if name in IMAGE_FILTERS:
+            chosen.append(func)
+        elif name not in NOT_ABOUT_THE_IMAGE and name not in _warned:
+            _warned.add(name)
+            LOG.warning('nova request filter %s is not known to '
+                        'nova-image-traits: what it asks at boot is not '
+                        'judged on rebuild.', name)
+    return chosen
+
+
+class BootRequest:
+    """A boot of the server's flavor with the new image, as nova asks it.
+
+    :ivar query: the :class:`~nova_image_traits.flavor.ResourceQuery` of
+        the boot, less the image's own requirements: the flavor's traits,
+        and the resources the new image asks for
+    :ivar derived: the :class:`~nova_image_traits.requirements.Derived`
+        requirements of the image, or None when they are not judged
+    """
+
+    def __init__(self, query, derived):
+        self.query = query
+        self.derived = derived
+
+
+def derive(context, spec, image_meta, is_volume_backed, judge=True,
+           attribute=True):
+    """Return the :class:`BootRequest` of a boot of ``image_meta``.
+
+    :param context: the request context the request filters are given
+    :param spec: the rebuild's ``nova.objects.RequestSpec``; not changed
+    :param image_meta: the new image's ``nova.objects.ImageMeta``
+    :param is_volume_backed: whether the root disk is a volume
+    :param judge: derive requirements (``[image_traits]
+        judge_derived_requirements``); else only the query is built
+    :param attribute: find the image property each requirement comes from
+    """
+    asked = _Asker(context, spec, is_volume_backed)
+    try:
+        new = asked(image_meta, strict=True)
+    except Exception as e:
+        LOG.warning('Cannot build the placement request of instance '
+                    '%(instance)s with nova\'s ResourceRequest (%(error)s); '
+                    'judging its flavor alone, and not what nova derives '
+                    'from the image.',
+                    {'instance': getattr(spec, 'instance_uuid', None),
+                     'error': '%s: %s' % (type(e).__name__, e)})
+        return BootRequest(None, None)
+    if not judge:
+        return BootRequest(new.query, None)
+    if new.refusal:
+        return BootRequest(new.query, reqs.Derived(
+            refusal=new.refusal, filters=asked.names))
+    base = asked(_image({}, {}), strict=False) or _Asked(None, {}, {})
+    traits = new.traits.keys() - base.traits.keys()
+    more = {rc: n for rc, n in new.resources.items()
+            if n > base.resources.get(rc, 0)}
+    sources = _attribute(asked, image_meta, traits, more) if (
+        attribute and (traits or more)) else {}
+    derived = reqs.Derived(
+        traits=tuple(sorted(
+            reqs.Requirement(trait, scope, forbidden,
+                             sources=sources.get((trait, scope, forbidden),
+                                                 ()),
+                             via=new.traits[trait, scope, forbidden])
+            for trait, scope, forbidden in traits)),
+        resources=tuple(
+            reqs.ResourceNeed(rc, n, sources=sources.get(rc, ()))
+            for rc, n in sorted(more.items())),
+        filters=asked.names)
+    return BootRequest(_without(new.query, traits), derived)
+
+
+def original(context, spec, image_meta, is_volume_backed):
+    """The requirements a boot of the current image asked, or None.
+
+    The ``reject`` strategy accepts what the server was created with.
+
+    :returns: a frozenset of :class:`~.requirements.Requirement`, or None
+        when nova cannot build the request
+    """
+    try:
+        request = derive(context, spec, image_meta, is_volume_backed,
+                         attribute=False)
+    except Exception:
+        return None
+    if request.derived is None:
+        return None
+    return frozenset(request.derived.traits)
+
+
+class _Asked:
+    """What one boot asks: ``{(trait, scope, forbidden): via}``, resources."""
+
+    def __init__(self, query, traits, resources, refusal=None):
+        self.query = query
+        self.traits = traits
+        self.resources = resources
+        self.refusal = refusal
+
+
+class _Asker:
+    """Ask nova what a boot of one image would send placement."""
+
+    def __init__(self, context, spec, is_volume_backed):
+        self.context = context
+        self.spec = spec
+        self.is_volume_backed = bool(is_volume_backed)
+        self.filters = image_filters()
+        self.names = tuple(f.__name__ for f in self.filters)
+
+    def __call__(self, image, strict):
+        """What a boot of ``image`` asks.
+
+        :param strict: let an unexpected failure of nova's code raise; else
+            (an image made up to attribute requirements) a filter that
+            fails adds nothing, and None is returned when nova refuses
+            the image altogether
+        """
+        spec = self.spec.obj_clone()
+        spec.image = image.obj_clone()
+        # NOTE(founders): a boot starts from empty request-level parameters
+        # (RequestSpec.from_components); they are never persisted.
+        spec.request_level_params = objects.RequestLevelParams()
+        spec.is_bfv = self.is_volume_backed
+        via = {}
+        for func in self.filters:
+            before = (set(spec.root_required), set(spec.root_forbidden))
+            try:
+                func(self.context, spec)
+            except nova_exception.RequestFilterFailed as e:
+                # NOTE(founders): the scheduler turns it into NoValidHost and
+                # stops there (SchedulerManager.select_destinations).
+                return _Asked(None, {}, {}, refusal=e.message)
+            except Exception:
+                if strict:
+                    raise
+                continue
+            for name in spec.root_required - before[0]:
+                via[name, reqs.ROOT, False] = func.__name__
+            for name in spec.root_forbidden - before[1]:
+                via[name, reqs.ROOT, True] = func.__name__
+        try:
+            query = _query(spec)
+        except Exception:
+            if strict:
+                raise
+            return None
+        group = query.unsuffixed
+        for names, forbidden in ((group.required, False),
+                                 (group.forbidden, True)):
+            for name in names:
+                via[name, reqs.UNSUFFIXED, forbidden] = reqs.RESOURCE_REQUEST
+        # Anything else a root trait came from is the spec's own.
+        for names, forbidden in ((query.root_required, False),
+                                 (query.root_forbidden, True)):
+            for name in names:
+                via.setdefault((name, reqs.ROOT, forbidden),
+                               reqs.RESOURCE_REQUEST)
+        resources = collections.Counter()
+        for g in query.groups:
+            resources.update(g.resources)
+        return _Asked(query, via, dict(resources))
+
+
+def resource_query(spec):
+    """The query nova's ``ResourceRequest`` builds for ``spec``.
+
+    Less the image's ``trait:`` properties, which the engine judges, and
+    without what the request filters would add (see :func:`derive`).
+
+    :param spec: a ``nova.objects.RequestSpec``; not changed
+    :returns: a :class:`~nova_image_traits.flavor.ResourceQuery`
+    """
+    clone = spec.obj_clone()
+    if 'image' in clone and clone.image:
+        clone.image = clone.image.obj_clone()
+    return _query(clone)
+
+
+def _query(spec):
+    """``resource_query`` of a clone of the spec, which it changes."""
+    if 'image' in spec and spec.image and 'properties' in spec.image:
+        # The image's trait: properties are the engine's to judge.
+        spec.image.properties.traits_required = []
+    res_req = scheduler_utils.ResourceRequest.from_request_spec(
+        spec, enable_pinning_translate=True)
+    return query_from_querystring(res_req.to_querystring())
+
+
+def _rendered(value):
+    """A property value as a user wrote it, printable and short."""
+    if isinstance(value, bool):
+        return 'true' if value else 'false'
+    text = ''.join(c if c.isprintable() else '?' for c in str(value))
+    return text if len(text) <= 40 else text[:37] + '...'
+
+
+def _fields(obj, skip=()):
+    return {name: getattr(obj, name) for name in obj.fields
+            if name not in skip and obj.obj_attr_is_set(name)}
+
+
+def _image(top, props):
+    return objects.ImageMeta(properties=objects.ImageMetaProps(**props),
+                             **top)
+
+
+def _attribute(asked, image_meta, traits, resources):
+    """Which single image property each requirement disappears without.
+
+    :returns: ``{(trait, scope, forbidden) or resource class: sources}``
+    """
+    top = _fields(image_meta, skip=('properties', 'id', 'name'))
+    props = (_fields(image_meta.properties, skip=('traits_required',))
+             if 'properties' in image_meta else {})
+    sources = collections.defaultdict(list)
+    for key, value in sorted(list(props.items()) + [
+            (k, v) for k, v in top.items() if k == 'disk_format']):
+        image = _image({k: v for k, v in top.items() if k != key},
+                       {k: v for k, v in props.items() if k != key})
+        without = asked(image, strict=False)
+        if without is None:
+            # NOTE(founders): nova refuses the image without this property
+            # (memory encryption without UEFI firmware, say): it says nothing
+            # about where a requirement comes from.
+            continue
+        source = '%s=%s' % (key, _rendered(value))
+        for wanted in traits:
+            if wanted not in without.traits:
+                sources[wanted].append(source)
+        for rc, amount in resources.items():
+            if without.resources.get(rc, 0) < amount:
+                sources[rc].append(source)
+    return {k: tuple(v) for k, v in sources.items()}
+
+
+def _without(query, traits):
+    """``query`` less the derived traits: the flavor's own remain."""
+    def keep(names, scope, forbidden):
+        return frozenset(n for n in names
+                         if (n, scope, forbidden) not in traits)
+    groups = tuple(
+        nit_flavor.RequestGroup(
+            g.suffix, g.resources,
+            keep(g.required, reqs.UNSUFFIXED, False) if not g.suffix
+            else g.required,
+            keep(g.forbidden, reqs.UNSUFFIXED, True) if not g.suffix
+            else g.forbidden,
+            g.member_of)
+        for g in query.groups)
+    return nit_flavor.ResourceQuery(
+        groups=groups, group_policy=query.group_policy,
+        same_subtree=query.same_subtree,
+        root_required=keep(query.root_required, reqs.ROOT, False),
+        root_forbidden=keep(query.root_forbidden, reqs.ROOT, True),
+        source=query.source)
+
+
+def _traits(values):
+    """The required and the forbidden trait names in ``required`` values."""
+    names = [name for value in values for name in value.split(',') if name]
+    return (frozenset(n for n in names if not n.startswith('!')),
+            frozenset(n[1:] for n in names if n.startswith('!')))
+
+
+def query_from_querystring(querystring):
+    """Parse a ``GET /allocation_candidates`` query string into a query.
+
+    :param querystring: what ``ResourceRequest.to_querystring()`` returns,
+        the public form of nova's request
+    :returns: a :class:`~nova_image_traits.flavor.ResourceQuery` with
+        ``source='nova'``
+    """
+    params = urllib.parse.parse_qs(querystring)
+    # NOTE(founders): in_tree and limit are the strategies' to set.
+    suffixes = {''} | {match.group(2)
+                       for match in map(_GROUP_PARAM.match, params) if match}
+    groups = []
+    for sfx in sorted(suffixes):
+        amounts = [item.partition(':')
+                   for value in params.get('resources' + sfx, ())
+                   for item in value.split(',') if item]
+        required, forbidden = _traits(params.get('required' + sfx, ()))
+        groups.append(nit_flavor.RequestGroup(
+            sfx, {rc: int(amount) for rc, _sep, amount in amounts},
+            required, forbidden, tuple(params.get('member_of' + sfx, ()))))
+    root_required, root_forbidden = _traits(params.get('root_required', ()))
+    return nit_flavor.ResourceQuery(
+        groups=tuple(groups),
+        group_policy=params.get('group_policy', [None])[-1],
+        same_subtree=tuple(tuple(value.split(','))
+                           for value in params.get('same_subtree', ())),
+        root_required=root_required, root_forbidden=root_forbidden,
+        source='nova')
