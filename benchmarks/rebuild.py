@@ -127,7 +127,7 @@ class Engine:
             self._bare.get(endpoint + url, headers=headers).content
         return time.perf_counter() - start
 
-    def decide(self, strategy, host, case, bare=False):
+    def decide(self, strategy, host, case, bare=False, derived=None):
         """Run one decision and return its :class:`Sample`.
 
         :param strategy: the strategy name
@@ -136,9 +136,13 @@ class Engine:
         :param bare: also time the decision's own requests sent bare,
             before the decision on one call and after it on the next, so
             that neither order is favoured
+        :param derived: the requirements nova derives from the new image,
+            a :class:`~nova_image_traits.requirements.Derived`
         """
         conf = self.conf(strategy)
         request = scenario.rebuild_request(host, case)
+        if derived is not None:
+            request = dataclasses.replace(request, derived=derived)
         self._calls += 1
         replay_first = bare and self._calls % 2
         before = self._replay_plan(strategy, host, case) if replay_first \

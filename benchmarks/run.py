@@ -316,6 +316,7 @@ def run_all(config):
     # Imported here: nova takes seconds to import and prints warnings.
     from benchmarks import audit
     from benchmarks import createpath
+    from benchmarks import derive
     from benchmarks import novacheck
     from benchmarks import precheck
     from benchmarks import rebuild
@@ -337,6 +338,8 @@ def run_all(config):
         grown, cycles = measure_growth(cloud, engine, config, strategies)
         results['rebuild'] = cells + grown
         results['growth'] = growth(grown, cycles)
+        results['derived'] = derive.measure(cloud, engine, config['runs'])
+        _progress('derived requirements measured')
         engine.close()
         started = time.monotonic()
         results['audit'] = audit.measure(cloud, config['audit'])

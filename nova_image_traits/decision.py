@@ -159,8 +159,7 @@ class Decision:
              'derived': self.derived,
              'requirements': ','.join(
                  [r.logged() for r in self.requirements] +
-                 ['%s:%d<%s>' % (n.resource_class, n.amount, n.cause())
-                  for n in self.resources]) or '-',
+                 [n.logged() for n in self.resources]) or '-',
              'detail': self.detail or '-'})
 
 

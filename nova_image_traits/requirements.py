@@ -28,6 +28,7 @@ this module only holds them, and imports nothing from nova.
 
 import dataclasses
 import typing as ty
+import urllib.parse
 
 from nova_image_traits import traits as nit_traits
 
@@ -78,15 +79,18 @@ class Requirement:
         return 'the new image'
 
     def logged(self):
-        """A compact token for the decision log line.
+        """A compact token for the decision log line, without spaces.
 
         ``[!][root:]TRAIT<cause|via>``, e.g.
-        ``root:COMPUTE_STORAGE_BUS_SCSI<hw_disk_bus=scsi|transform_image_metadata>``.
+        ``root:COMPUTE_STORAGE_BUS_SCSI<hw_disk_bus=scsi|transform_image_metadata>``;
+        several sources are joined with ``+``, and anything but letters,
+        digits and ``=:._-`` is percent-encoded.
         """
+        cause = '+'.join(self.sources) if self.sources else self.cause()
         return '%s%s%s<%s|%s>' % (
             '!' if self.forbidden else '',
             'root:' if self.scope == ROOT else '',
-            self.trait, nit_traits.quote(self.cause())[1:-1], self.via)
+            self.trait, logged(cause), logged(self.via))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -103,6 +107,11 @@ class ResourceNeed:
 
     def cause(self):
         return ', '.join(self.sources) or 'the new image'
+
+    def logged(self):
+        """``CLASS:amount<cause>`` for the decision log line."""
+        return '%s:%d<%s>' % (self.resource_class, self.amount,
+                              logged('+'.join(self.sources) or 'image'))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -127,6 +136,11 @@ class Derived:
 
     def __bool__(self):
         return bool(self.traits or self.resources or self.refusal)
+
+
+def logged(text):
+    """``text`` for a log line: bounded, percent-encoded, no spaces."""
+    return urllib.parse.quote(str(text)[:120], safe='=+:._-')
 
 
 def from_image_traits(names):

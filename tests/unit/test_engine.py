@@ -22,6 +22,7 @@ from nova_image_traits import engine
 from nova_image_traits import flavor as nit_flavor
 from nova_image_traits import placement
 from nova_image_traits import request as nit_request
+from nova_image_traits import requirements as nit_requirements
 from tests.unit import base
 from tests.unit import fakes
 
@@ -500,3 +501,103 @@ class ReasonLengthTest(base.TestCase):
         self.assertLessEqual(len(reason), decision.MAX_REASON)
         self.assertTrue(reason.startswith(name[:60]), reason)
         self.assertIn('... and 1 more: required by the new image', reason)
+
+
+class DerivedRequirementsTest(EngineTestCase):
+    """What nova derives from the image, as the engine judges it."""
+
+    SCSI = nit_requirements.Requirement(
+        'COMPUTE_STORAGE_BUS_SCSI', nit_requirements.ROOT,
+        sources=('hw_disk_bus=scsi weird',), via='transform_image_metadata')
+    NEED = nit_requirements.ResourceNeed('MEM_ENCRYPTION_CONTEXT', 1,
+                                         ('hw_mem_encryption=true',))
+
+    def setUp(self):
+        super().setUp()
+        self.flags(strategy='root_traits')
+
+    def test_judged_with_the_image_traits(self):
+        result = self.decide(
+            routes={ROOT_TRAITS: {'traits': [GOLD]}},
+            derived=nit_requirements.Derived(traits=(self.SCSI,)))
+        self.assertEqual(decision.REJECT, result.outcome)
+        self.assertEqual('judged', result.derived)
+        self.assertEqual(frozenset([self.SCSI.trait]), result.missing)
+        self.assertEqual((self.SCSI,), result.unmet)
+        self.assertTrue(result.user_reason().startswith(
+            'hw_disk_bus=scsi weird needs COMPUTE_STORAGE_BUS_SCSI: missing '
+            "on this server's compute node."), result.user_reason())
+
+    def test_log_line_lists_every_requirement_without_spaces(self):
+        self.decide(routes={ROOT_TRAITS: {'traits': [GOLD]}},
+                    derived=nit_requirements.Derived(
+                        traits=(self.SCSI,), resources=(self.NEED,)))
+        line = self.log.output.strip().splitlines()[-1]
+        fields = line.split(' detail=')[0].split(' ')
+        self.assertIn(
+            'requirements=root:COMPUTE_STORAGE_BUS_SCSI<hw_disk_bus='
+            'scsi%20weird|transform_image_metadata>,'
+            'CUSTOM_GOLD<trait:CUSTOM_GOLD|image>,'
+            'MEM_ENCRYPTION_CONTEXT:1<hw_mem_encryption=true>', fields)
+        self.assertIn('derived=judged', fields)
+
+    def test_switched_off(self):
+        self.flags(judge_derived_requirements=False)
+        result = self.decide(
+            routes={ROOT_TRAITS: {'traits': [GOLD]}},
+            derived=nit_requirements.Derived(traits=(self.SCSI,)))
+        self.assertEqual(decision.ACCEPT, result.outcome)
+        self.assertEqual('off', result.derived)
+        self.assertEqual((), result.resources)
+
+    def test_unknown_without_nova(self):
+        result = self.decide(routes={ROOT_TRAITS: {'traits': [GOLD]}})
+        self.assertEqual('unknown', result.derived)
+        self.assertEqual(decision.ACCEPT, result.outcome)
+
+    def test_only_derived_requirements(self):
+        result = self.decide(
+            image={}, routes={ROOT_TRAITS: {'traits': [self.SCSI.trait]}},
+            derived=nit_requirements.Derived(traits=(self.SCSI,)))
+        self.assertEqual(decision.ACCEPT, result.outcome)
+        self.assertEqual(1, result.requests)
+
+    def test_refused_by_a_request_filter(self):
+        result = self.decide(derived=nit_requirements.Derived(
+            refusal="TPM secret security 'x' is not supported."))
+        self.assertEqual(decision.REJECT, result.outcome)
+        self.assertEqual('refused-by-request-filter', result.cause)
+        self.assertEqual(0, result.requests)
+        self.assertEqual("A boot of the new image would be refused: TPM "
+                         "secret security 'x' is not supported.",
+                         result.user_reason())
+
+    def test_resources_the_server_does_not_hold(self):
+        result = self.decide(
+            image={}, derived=nit_requirements.Derived(
+                resources=(self.NEED,)))
+        self.assertEqual(decision.REJECT, result.outcome)
+        self.assertEqual('resources-not-held', result.cause)
+        self.assertEqual(frozenset(['MEM_ENCRYPTION_CONTEXT']),
+                         result.missing)
+        self.assertEqual([ALLOCATIONS], self.adapter.paths)
+
+    def test_resources_held_and_nothing_else_asked(self):
+        held = {'allocations': {ROOT: {'resources': {
+            'VCPU': 1, 'MEM_ENCRYPTION_CONTEXT': 1}}}}
+        result = self.decide(
+            image={}, routes={ALLOCATIONS: held},
+            derived=nit_requirements.Derived(resources=(self.NEED,)))
+        self.assertEqual(decision.ACCEPT, result.outcome)
+        self.assertEqual([ALLOCATIONS], self.adapter.paths)
+
+    def test_flavor_unsuffixed_forbidden_against_derived(self):
+        flavor = nit_flavor.Flavor(vcpus=1, extra_specs={
+            'trait:COMPUTE_SECURITY_TPM_2_0': 'forbidden'})
+        tpm = nit_requirements.Requirement(
+            'COMPUTE_SECURITY_TPM_2_0', sources=('hw_tpm_version=2.0',),
+            via=nit_requirements.RESOURCE_REQUEST)
+        result = self.decide(image={}, flavor=flavor,
+                             derived=nit_requirements.Derived(traits=(tpm,)))
+        self.assertEqual('forbidden-by-flavor', result.cause)
+        self.assertEqual([], self.adapter.calls)

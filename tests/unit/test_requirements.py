@@ -62,9 +62,12 @@ class RequirementTest(base.TestCase):
             'transform_image_metadata>', SCSI.logged())
         self.assertEqual('!HW_CPU_HYPERTHREADING<hw_cpu_thread_policy='
                          'isolate|ResourceRequest>', NO_HT.logged())
-        hostile = reqs.Requirement('X', sources=('a=b\nINFO forged',),
-                                   via='f')
-        self.assertNotIn('\n', hostile.logged())
+        hostile = reqs.Requirement('X', sources=('a=b\nINFO forged',
+                                                 'c=d'), via='f')
+        self.assertEqual('X<a=b%0AINFO%20forged+c=d|f>', hostile.logged())
+        self.assertEqual('MEM_ENCRYPTION_CONTEXT:1<hw_mem_encryption=true>',
+                         reqs.ResourceNeed('MEM_ENCRYPTION_CONTEXT', 1, (
+                             'hw_mem_encryption=true',)).logged())
 
     def test_derived_is_false_when_empty(self):
         self.assertFalse(reqs.Derived(filters=('f',)))

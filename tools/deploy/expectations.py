@@ -28,6 +28,12 @@ The cases, each a rebuild of a server booted from the plain image:
 ``plain``       compute1's server to an image requiring no trait: the hook
                 decides nothing and logs no decision line
 ``placement_down``  ``gold`` with placement stopped
+``vtpm``        compute1's server to an image with ``hw_tpm_version=2.0``
+                and ``hw_tpm_model=tpm-crb``, which requires no trait but
+                for which nova asks placement for
+                ``COMPUTE_SECURITY_TPM_2_0`` and ``COMPUTE_SECURITY_TPM_CRB``
+                at boot; no compute node here has them, so every strategy
+                refuses it, naming the property
 
 A new strategy needs a row here; the driver refuses to run a strategy the
 package offers but this table does not know.
@@ -36,7 +42,7 @@ package offers but this table does not know.
 ACCEPT = 'accept'
 REFUSE = 'refuse'
 
-CASES = ('gold', 'absent', 'nested', 'plain', 'placement_down')
+CASES = ('gold', 'absent', 'nested', 'plain', 'placement_down', 'vtpm')
 
 #: strategy: {case: outcome}, and whether the strategy asks placement
 #: (then a refusal with placement stopped must name a cause).
@@ -45,33 +51,33 @@ EXPECTED = {
     # which serves the whole unsuffixed group; the child serves nothing.
     'held_providers': {
         'gold': ACCEPT, 'absent': REFUSE, 'nested': REFUSE,
-        'plain': ACCEPT, 'placement_down': REFUSE,
+        'plain': ACCEPT, 'placement_down': REFUSE, 'vtpm': REFUSE,
         'asks_placement': True},
-    # Only traits the server was booted with; no placement request.
+    # Only what the server was booted with; no placement request.
     'reject': {
         'gold': REFUSE, 'absent': REFUSE, 'nested': REFUSE,
-        'plain': ACCEPT, 'placement_down': REFUSE,
+        'plain': ACCEPT, 'placement_down': REFUSE, 'vtpm': REFUSE,
         'asks_placement': False},
     # The compute node's own traits.
     'root_traits': {
         'gold': ACCEPT, 'absent': REFUSE, 'nested': REFUSE,
-        'plain': ACCEPT, 'placement_down': REFUSE,
+        'plain': ACCEPT, 'placement_down': REFUSE, 'vtpm': REFUSE,
         'asks_placement': True},
     # The union of the tree's traits: the child's count.
     'tree_traits': {
         'gold': ACCEPT, 'absent': REFUSE, 'nested': ACCEPT,
-        'plain': ACCEPT, 'placement_down': REFUSE,
+        'plain': ACCEPT, 'placement_down': REFUSE, 'vtpm': REFUSE,
         'asks_placement': True},
     # As a new boot on this host: the unsuffixed group's traits must be on
     # the providers that serve its resources, and the child serves none.
     'in_tree_candidates': {
         'gold': ACCEPT, 'absent': REFUSE, 'nested': REFUSE,
-        'plain': ACCEPT, 'placement_down': REFUSE,
+        'plain': ACCEPT, 'placement_down': REFUSE, 'vtpm': REFUSE,
         'asks_placement': True},
     # The providers holding the server's allocations: the root only.
     'allocation_traits': {
         'gold': ACCEPT, 'absent': REFUSE, 'nested': REFUSE,
-        'plain': ACCEPT, 'placement_down': REFUSE,
+        'plain': ACCEPT, 'placement_down': REFUSE, 'vtpm': REFUSE,
         'asks_placement': True},
 }
 

@@ -28,8 +28,12 @@ DECISION_RE = re.compile(r'Rebuild image traits decision: (.*)$')
 FERNET_RE = re.compile(r'gAAAAA[A-Za-z0-9_\-]{40,}')
 #: The image each case rebuilds to, and the server it rebuilds.
 CASE_IMAGE = {'gold': 'gold', 'absent': 'absent', 'nested': 'nested',
-              'plain': 'plain', 'placement_down': 'gold'}
+              'plain': 'plain', 'placement_down': 'gold', 'vtpm': 'vtpm'}
 CASE_SERVER = {'nested': 'b'}
+#: Images whose properties nova turns into requirements at boot.
+DERIVED_IMAGES = {'vtpm': ['hw_tpm_version=2.0', 'hw_tpm_model=tpm-crb']}
+#: What a refusal's fault must say, by case; by default the trait.
+FAULT_NAMES = {'vtpm': 'hw_tpm_version=2.0 needs COMPUTE_SECURITY_TPM_2_0'}
 
 
 def _fields(line):
@@ -73,11 +77,13 @@ class Scenarios:
         with open(path, 'wb') as f:
             f.write(b'\0' * 4096)
         self.images = {}
-        for name in ('plain', 'plain2', 'gold', 'nested', 'absent'):
+        for name in ('plain', 'plain2', 'gold', 'nested', 'absent', 'vtpm'):
             props = []
             if name in deploy.TRAITS:
                 props = ['--property', 'trait:%s=required' %
                          deploy.TRAITS[name]]
+            for prop in DERIVED_IMAGES.get(name, ()):
+                props += ['--property', prop]
             self.images[name] = self.admin(
                 'image', 'create', '--file', path, '--disk-format', 'raw',
                 '--container-format', 'bare', '--public', *props,
@@ -188,10 +194,11 @@ class Scenarios:
                 problems.append('image not rolled back: %s' %
                                 self.image_id(shown))
             fault = (shown.get('fault') or {}).get('message', '')
-            trait = deploy.TRAITS.get(CASE_IMAGE[case])
-            if case != 'placement_down' and trait not in fault:
+            named = FAULT_NAMES.get(case) or deploy.TRAITS.get(
+                CASE_IMAGE[case])
+            if case != 'placement_down' and named not in fault:
                 problems.append('the fault does not name %s: %r' % (
-                    trait, fault))
+                    named, fault))
         # One decision line per rebuild, in the super conductor only; none
         # for an image that requires no trait.
         lines = self.decisions_since('super-conductor',
