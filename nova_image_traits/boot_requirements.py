@@ -196,8 +196,11 @@ class _Asker:
 
     def __init__(self, context, spec, is_volume_backed):
         self.context = context
-        self.spec = spec
-        self.is_volume_backed = bool(is_volume_backed)
+        # NOTE(founders): one copy for every image asked about: the request
+        # filters and ResourceRequest change only its image and its
+        # request-level parameters, which each ask sets anew.
+        self.spec = spec.obj_clone()
+        self.spec.is_bfv = bool(is_volume_backed)
         self.filters = image_filters()
         self.names = tuple(f.__name__ for f in self.filters)
 
@@ -209,12 +212,11 @@ class _Asker:
             fails adds nothing, and None is returned when nova refuses
             the image altogether
         """
-        spec = self.spec.obj_clone()
+        spec = self.spec
         spec.image = image.obj_clone()
         # NOTE(founders): a boot starts from empty request-level parameters
         # (RequestSpec.from_components); they are never persisted.
         spec.request_level_params = objects.RequestLevelParams()
-        spec.is_bfv = self.is_volume_backed
         via = {}
         for func in self.filters:
             before = (set(spec.root_required), set(spec.root_forbidden))
