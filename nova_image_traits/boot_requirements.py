@@ -26,8 +26,6 @@ property it disappears without.
 """
 
 import collections
-import re
-import urllib.parse
 
 from oslo_log import log as logging
 
@@ -77,9 +75,6 @@ NOT_ABOUT_THE_IMAGE = {
 
 _warned = set()
 
-# A per-group parameter of GET /allocation_candidates and its suffix.
-_GROUP_PARAM = re.compile(r'^(resources|required|member_of)(.*)$')
-
 
 def image_filters():
     """nova's image-related request filters, in the order a boot runs them.
@@ -124,10 +119,12 @@ def derive(context, spec, image_meta, is_volume_backed, judge=True,
     :param image_meta: the new image's ``nova.objects.ImageMeta``
     :param is_volume_backed: whether the root disk is a volume
     :param judge: derive requirements (``[image_traits]
-        judge_derived_requirements``); else only the query is built
+        judge_derived_requirements``); else only ``ResourceRequest``'s
+        query is built, without the request filters, as before the option
     :param attribute: find the image property each requirement comes from
     """
-    asked = _Asker(context, spec, is_volume_backed)
+    asked = _Asker(context, spec, is_volume_backed,
+                   image_filters() if judge else ())
     try:
         new = asked(image_meta, strict=True)
     except Exception as e:
@@ -143,11 +140,20 @@ def derive(context, spec, image_meta, is_volume_backed, judge=True,
     if new.refusal:
         return BootRequest(new.query, reqs.Derived(
             refusal=new.refusal, filters=asked.names))
-    base = asked(_image({}, {}), strict=False) or _Asked(None, {}, {})
-    traits = new.traits.keys() - base.traits.keys()
-    more = {rc: n for rc, n in new.resources.items()
-            if n > base.resources.get(rc, 0)}
-    sources = _attribute(asked, image_meta, traits, more) if (
+    variants = _Variants(asked, image_meta)
+    base = variants.baseline()
+    if base is not None:
+        traits = new.traits.keys() - base.traits.keys()
+        more = {rc: n for rc, n in new.resources.items()
+                if n > base.resources.get(rc, 0)}
+    else:
+        # NOTE(founders): nova refuses the image without the properties it
+        # cannot do without, even with those alone: only what one property
+        # adds can be told to be the image's.
+        traits = {t for t in new.traits if variants.lose(t)}
+        more = {rc: n for rc, n in new.resources.items()
+                if variants.lose(rc, n)}
+    sources = variants.sources(traits, more) if (
         attribute and (traits or more)) else {}
     derived = reqs.Derived(
         traits=tuple(sorted(
@@ -160,7 +166,7 @@ def derive(context, spec, image_meta, is_volume_backed, judge=True,
             reqs.ResourceNeed(rc, n, sources=sources.get(rc, ()))
             for rc, n in sorted(more.items())),
         filters=asked.names)
-    return BootRequest(_without(new.query, traits), derived)
+    return BootRequest(new.query.without(traits), derived)
 
 
 def original(context, spec, image_meta, is_volume_backed):
@@ -194,23 +200,23 @@ class _Asked:
 class _Asker:
     """Ask nova what a boot of one image would send placement."""
 
-    def __init__(self, context, spec, is_volume_backed):
+    def __init__(self, context, spec, is_volume_backed, filters):
         self.context = context
         # NOTE(founders): one copy for every image asked about: the request
         # filters and ResourceRequest change only its image and its
         # request-level parameters, which each ask sets anew.
         self.spec = spec.obj_clone()
         self.spec.is_bfv = bool(is_volume_backed)
-        self.filters = image_filters()
+        self.filters = tuple(filters)
         self.names = tuple(f.__name__ for f in self.filters)
 
     def __call__(self, image, strict):
         """What a boot of ``image`` asks.
 
-        :param strict: let an unexpected failure of nova's code raise; else
-            (an image made up to attribute requirements) a filter that
-            fails adds nothing, and None is returned when nova refuses
-            the image altogether
+        :param strict: let an unexpected failure of nova's code raise, and
+            return a request filter's refusal; else (an image made up to
+            attribute requirements) a filter that fails adds nothing, and
+            None is returned when nova refuses the image
         """
         spec = self.spec
         spec.image = image.obj_clone()
@@ -225,7 +231,10 @@ class _Asker:
             except nova_exception.RequestFilterFailed as e:
                 # NOTE(founders): the scheduler turns it into NoValidHost and
                 # stops there (SchedulerManager.select_destinations).
-                return _Asked(None, {}, {}, refusal=e.message)
+                if not strict:
+                    return None
+                return _Asked(None, {}, {}, refusal=str(
+                    e.kwargs.get('reason') or e.message))
             except Exception:
                 if strict:
                     raise
@@ -279,7 +288,8 @@ def _query(spec):
         spec.image.properties.traits_required = []
     res_req = scheduler_utils.ResourceRequest.from_request_spec(
         spec, enable_pinning_translate=True)
-    return query_from_querystring(res_req.to_querystring())
+    return nit_flavor.ResourceQuery.from_querystring(
+        res_req.to_querystring())
 
 
 def _rendered(value):
@@ -300,90 +310,81 @@ def _image(top, props):
                              **top)
 
 
-def _attribute(asked, image_meta, traits, resources):
-    """Which single image property each requirement disappears without.
+class _Variants:
+    """The new image less one property at a time, each asked once."""
 
-    :returns: ``{(trait, scope, forbidden) or resource class: sources}``
-    """
-    top = _fields(image_meta, skip=('properties', 'id', 'name'))
-    props = (_fields(image_meta.properties, skip=('traits_required',))
-             if 'properties' in image_meta else {})
-    sources = collections.defaultdict(list)
-    for key, value in sorted(list(props.items()) + [
-            (k, v) for k, v in top.items() if k == 'disk_format']):
-        image = _image({k: v for k, v in top.items() if k != key},
-                       {k: v for k, v in props.items() if k != key})
-        without = asked(image, strict=False)
-        if without is None:
-            # NOTE(founders): nova refuses the image without this property
-            # (memory encryption without UEFI firmware, say): it says nothing
-            # about where a requirement comes from.
-            continue
-        source = '%s=%s' % (key, _rendered(value))
-        for wanted in traits:
-            if wanted not in without.traits:
-                sources[wanted].append(source)
-        for rc, amount in resources.items():
-            if without.resources.get(rc, 0) < amount:
-                sources[rc].append(source)
-    return {k: tuple(v) for k, v in sources.items()}
+    def __init__(self, asked, image_meta):
+        self.asked = asked
+        self.top = _fields(image_meta, skip=('properties', 'id', 'name'))
+        self.props = (_fields(image_meta.properties,
+                              skip=('traits_required',))
+                      if 'properties' in image_meta else {})
+        self._each = None
 
+    def each(self):
+        """``[(key, 'key=value', what the image less key asks or None)]``."""
+        if self._each is None:
+            keys = sorted(self.props) + sorted(
+                k for k in self.top if k == 'disk_format')
+            self._each = []
+            for key in keys:
+                value = self.props.get(key, self.top.get(key))
+                self._each.append((key, '%s=%s' % (key, _rendered(value)),
+                                   self.asked(self._image(exclude={key}),
+                                              strict=False)))
+        return self._each
 
-def _without(query, traits):
-    """``query`` less the derived traits: the flavor's own remain."""
-    def keep(names, scope, forbidden):
-        return frozenset(n for n in names
-                         if (n, scope, forbidden) not in traits)
-    groups = tuple(
-        nit_flavor.RequestGroup(
-            g.suffix, g.resources,
-            keep(g.required, reqs.UNSUFFIXED, False) if not g.suffix
-            else g.required,
-            keep(g.forbidden, reqs.UNSUFFIXED, True) if not g.suffix
-            else g.forbidden,
-            g.member_of)
-        for g in query.groups)
-    return nit_flavor.ResourceQuery(
-        groups=groups, group_policy=query.group_policy,
-        same_subtree=query.same_subtree,
-        root_required=keep(query.root_required, reqs.ROOT, False),
-        root_forbidden=keep(query.root_forbidden, reqs.ROOT, True),
-        source=query.source)
+    def _image(self, exclude=(), only=None):
+        def keep(k):
+            return k not in exclude and (only is None or k in only)
+        return _image({k: v for k, v in self.top.items() if keep(k)},
+                      {k: v for k, v in self.props.items() if keep(k)})
 
+    def baseline(self):
+        """What an image without properties asks.
 
-def _traits(values):
-    """The required and the forbidden trait names in ``required`` values."""
-    names = [name for value in values for name in value.split(',') if name]
-    return (frozenset(n for n in names if not n.startswith('!')),
-            frozenset(n[1:] for n in names if n.startswith('!')))
+        Or, when nova refuses that, an image with only the properties nova
+        cannot do without; None when nova refuses both.
+        """
+        base = self.asked(_image({}, {}), strict=False)
+        if base is not None:
+            return base
+        # NOTE(founders): the flavor's own requests may need image
+        # properties (hw:mem_encryption needs hw_firmware_type=uefi): they
+        # are the flavor's, not the image's.
+        needed = {key for key, _src, without in self.each()
+                  if without is None}
+        if not needed:
+            return None
+        return self.asked(self._image(only=needed), strict=False)
 
+    def lose(self, key, amount=None):
+        """Whether leaving one property out loses a trait or resource."""
+        for _key, _src, without in self.each():
+            if without is None:
+                continue
+            if amount is None and key not in without.traits:
+                return True
+            if amount is not None and without.resources.get(key, 0) < amount:
+                return True
+        return False
 
-def query_from_querystring(querystring):
-    """Parse a ``GET /allocation_candidates`` query string into a query.
+    def sources(self, traits, resources):
+        """Which single property each requirement disappears without.
 
-    :param querystring: what ``ResourceRequest.to_querystring()`` returns,
-        the public form of nova's request
-    :returns: a :class:`~nova_image_traits.flavor.ResourceQuery` with
-        ``source='nova'``
-    """
-    params = urllib.parse.parse_qs(querystring)
-    # NOTE(founders): in_tree and limit are the strategies' to set.
-    suffixes = {''} | {match.group(2)
-                       for match in map(_GROUP_PARAM.match, params) if match}
-    groups = []
-    for sfx in sorted(suffixes):
-        amounts = [item.partition(':')
-                   for value in params.get('resources' + sfx, ())
-                   for item in value.split(',') if item]
-        required, forbidden = _traits(params.get('required' + sfx, ()))
-        groups.append(nit_flavor.RequestGroup(
-            sfx, {rc: int(amount) for rc, _sep, amount in amounts},
-            required, forbidden, tuple(params.get('member_of' + sfx, ()))))
-    root_required, root_forbidden = _traits(params.get('root_required', ()))
-    return nit_flavor.ResourceQuery(
-        groups=tuple(groups),
-        group_policy=params.get('group_policy', [None])[-1],
-        same_subtree=tuple(tuple(value.split(','))
-                           for value in params.get('same_subtree', ())),
-        root_required=root_required, root_forbidden=root_forbidden,
-        source='nova')
+        :returns: ``{(trait, scope, forbidden) or resource class: sources}``
+        """
+        found = collections.defaultdict(list)
+        for _key, source, without in self.each():
+            if without is None:
+                # NOTE(founders): nova refuses the image without this
+                # property (memory encryption without UEFI firmware, say):
+                # it says nothing about where a requirement comes from.
+                continue
+            for wanted in traits:
+                if wanted not in without.traits:
+                    found[wanted].append(source)
+            for rc, amount in resources.items():
+                if without.resources.get(rc, 0) < amount:
+                    found[rc].append(source)
+        return {k: tuple(v) for k, v in found.items()}

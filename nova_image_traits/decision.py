@@ -231,18 +231,20 @@ def requirement_reason(unmet, what, advice=None):
                           advice)
 
 
-def resource_reason(needs):
+def resource_reason(needs, what=None):
     """The refusal of an image that needs resources the server lacks.
 
     :param needs: :class:`~nova_image_traits.requirements.ResourceNeed`
         objects
+    :param what: what is wrong; by default that the server does not hold
+        them
     """
     return _listed_reason(
         [_('%(cause)s needs %(rc)s') % {'cause': n.cause(),
                                         'rc': n.resource_class}
          for n in needs], '; ',
-        _('this server does not hold it, and a rebuild keeps the resources '
-          'it holds'),
+        what or _('this server does not hold it, and a rebuild keeps the '
+                  'resources it holds'),
         _('Create a new server with this image instead.'))
 
 

@@ -212,12 +212,18 @@ def _decide(request, conf, opts, client, result, state):
         _refuse(result, verdict.outcome, 'traits-missing',
                 _unmet_message(strategy, result.unmet, verdict.missing),
                 detail=verdict.detail)
-    else:
+    elif all(not r.derived and not r.forbidden for r in asked):
         _refuse(result, verdict.outcome, 'inconclusive',
                 nit_decision.trait_reason(
-                    result.required or [r.trait for r in asked],
+                    result.required,
                     _('required by the new image; whether this server '
                       'has them could not be decided')),
+                detail=verdict.detail)
+    else:
+        _refuse(result, verdict.outcome, 'inconclusive',
+                nit_decision.requirement_reason(
+                    asked, _('whether this server meets them could not be '
+                             'decided')),
                 detail=verdict.detail)
 
 
@@ -238,7 +244,9 @@ def _conflicting(request, asked, result):
     ``trait1:X=forbidden`` in the flavor does not conflict with an image
     trait ``X``, which belongs to the unsuffixed group.
     """
-    query = request.boot_query()
+    # NOTE(founders): the flavor's own groups, whatever nova derived from the
+    # image (with judge_derived_requirements off, nova's query keeps it).
+    query = request.flavor.resource_query(request.is_volume_backed)
     flavor = [nit_requirements.Requirement(
         name, scope, True, sources=('flavor',), via='flavor')
         for names, scope in ((query.unsuffixed.forbidden,
@@ -252,18 +260,48 @@ def _conflicting(request, asked, result):
     result.missing = names
     result.unmet = tuple(wanted for wanted, _no in pairs)
     if all(no.via == 'flavor' for _yes, no in pairs):
+        cause = 'forbidden-by-flavor'
         what = _("required by the new image, forbidden by the server's "
                  "flavor")
         advice = _('Rebuild with another image, or create a new server '
                    'with this image and another flavor.')
     else:
+        cause = 'conflicting-requirements'
         what = _('both required and forbidden by the new image')
         advice = _('Fix the image properties, then rebuild again.')
-    _refuse(result, nit_decision.REJECT, 'forbidden-by-flavor',
+    _refuse(result, nit_decision.REJECT, cause,
             nit_decision.trait_reason(names, what, advice),
             detail='; '.join('%s against %s' % (yes.logged(), no.logged())
                              for yes, no in pairs))
     return True
+
+
+def _held_here(ctx):
+    """What the server holds in the compute node's tree, by class.
+
+    When the allocations can be one placement candidate (the node holds a
+    part and no class is held twice) they are all this host's. Otherwise
+    (an unfinished move also holds another node's) only providers of the
+    node's tree count, one ``in_tree`` request: nova derives no resource a
+    sharing provider serves.
+
+    :returns: a Counter, or None when nothing is held here
+    """
+    allocations = base.Strategy.held_allocations(ctx)
+    if not allocations:
+        return None
+    root = ctx.request.compute_node_uuid
+    classes = collections.Counter(
+        rc for res in allocations.values() for rc, n in res.items() if n)
+    twice = any(count > 1 for count in classes.values())
+    if root not in allocations or twice:
+        tree = set(base.Strategy.providers(ctx, [('in_tree', root)], '1.14'))
+        allocations = {rp: res for rp, res in allocations.items()
+                       if rp in tree}
+    held = collections.Counter()
+    for amounts in allocations.values():
+        held.update(amounts)
+    return held or None
 
 
 def _lacks_resources(ctx, result):
@@ -276,12 +314,15 @@ def _lacks_resources(ctx, result):
     """
     if not result.resources:
         return False
-    held = collections.Counter()
-    for amounts in base.Strategy.held_allocations(ctx).values():
-        held.update(amounts)
-    if not held:
-        # NOTE(founders): nothing to compare with; the strategies say so.
-        return False
+    held = _held_here(ctx)
+    if held is None:
+        _refuse(result, nit_decision.INCONCLUSIVE, 'resources-unknown',
+                nit_decision.resource_reason(
+                    result.resources,
+                    _('whether this server holds it could not be decided')),
+                detail='placement holds no allocations for the server on '
+                       'this compute node')
+        return True
     short = [need for need in result.resources
              if held[need.resource_class] < need.amount]
     if not short:

@@ -31,13 +31,24 @@ import math
 import re
 import types
 import typing as ty
+import urllib.parse
 
 import os_resource_classes as orc
 
+from nova_image_traits import requirements as nit_reqs
 from nova_image_traits import traits as nit_traits
 
 #: An extra spec key ``resources[N]:<RC>`` or ``trait[N]:<NAME>``.
 _KEY = re.compile(r'(resources|trait)([^:]*):(.*)', re.DOTALL)
+#: A per-group parameter of GET /allocation_candidates and its suffix.
+_GROUP_PARAM = re.compile(r'^(resources|required|member_of)(.*)$')
+
+
+def _listed(values):
+    """The required and the forbidden trait names in ``required`` values."""
+    names = [name for value in values for name in value.split(',') if name]
+    return (frozenset(n for n in names if not n.startswith('!')),
+            frozenset(n[1:] for n in names if n.startswith('!')))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -80,6 +91,58 @@ class ResourceQuery:
     root_required: frozenset = frozenset()
     root_forbidden: frozenset = frozenset()
     source: str = 'flavor'
+
+    @classmethod
+    def from_querystring(cls, querystring):
+        """Parse a ``GET /allocation_candidates`` query string.
+
+        :param querystring: what nova's ``ResourceRequest.to_querystring()``
+            returns, the public form of its request
+        :returns: a query with ``source='nova'``; ``in_tree`` and ``limit``
+            are the strategies' to set, so they are not read
+        """
+        params = urllib.parse.parse_qs(querystring)
+        suffixes = {''} | {match.group(2)
+                           for match in map(_GROUP_PARAM.match, params)
+                           if match}
+        groups = []
+        for sfx in sorted(suffixes):
+            amounts = [item.partition(':')
+                       for value in params.get('resources' + sfx, ())
+                       for item in value.split(',') if item]
+            required, forbidden = _listed(params.get('required' + sfx, ()))
+            groups.append(RequestGroup(
+                sfx, {rc: int(amount) for rc, _sep, amount in amounts},
+                required, forbidden,
+                tuple(params.get('member_of' + sfx, ()))))
+        root_required, root_forbidden = _listed(
+            params.get('root_required', ()))
+        return cls(
+            groups=tuple(groups),
+            group_policy=params.get('group_policy', [None])[-1],
+            same_subtree=tuple(tuple(value.split(','))
+                               for value in params.get('same_subtree', ())),
+            root_required=root_required, root_forbidden=root_forbidden,
+            source='nova')
+
+    def without(self, traits):
+        """This query less some traits of the unsuffixed group or root.
+
+        :param traits: ``(name, scope, forbidden)`` keys of
+            :class:`~nova_image_traits.requirements.Requirement` objects
+        """
+        def keep(names, scope, forbidden):
+            return frozenset(n for n in names
+                             if (n, scope, forbidden) not in traits)
+        groups = tuple(
+            dataclasses.replace(
+                g, required=keep(g.required, nit_reqs.UNSUFFIXED, False),
+                forbidden=keep(g.forbidden, nit_reqs.UNSUFFIXED, True))
+            if not g.suffix else g for g in self.groups)
+        return dataclasses.replace(
+            self, groups=groups,
+            root_required=keep(self.root_required, nit_reqs.ROOT, False),
+            root_forbidden=keep(self.root_forbidden, nit_reqs.ROOT, True))
 
     @property
     def unsuffixed(self):

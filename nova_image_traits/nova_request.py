@@ -147,6 +147,15 @@ def original_image_meta(orig_sys_metadata, orig_image_ref):
         return None
 
 
+def _reads_original(conf):
+    """Whether a configured strategy reads the current image's asks.
+
+    Only ``reject`` does; deriving them costs two more asks of nova.
+    """
+    opts = (nova.conf.CONF if conf is None else conf).image_traits
+    return 'reject' in (opts.strategy, opts.fallback_strategy)
+
+
 def rebuild_request(context, spec, image_meta, compute_node_uuid, host,
                     flavor=None, orig_sys_metadata=None, orig_image_ref=None,
                     is_volume_backed=None, conf=None):
@@ -183,7 +192,7 @@ def rebuild_request(context, spec, image_meta, compute_node_uuid, host,
     boot = boot_requirements.derive(context, spec, image_meta,
                                     is_volume_backed, judge=judge)
     original_derived = None
-    if boot.derived:
+    if boot.derived and _reads_original(conf):
         original = original_image_meta(orig_sys_metadata, orig_image_ref)
         if original is not None:
             original_derived = boot_requirements.original(

@@ -161,9 +161,15 @@ class RebuildPrecheck(nova_wsgi.Middleware):
         except Exception:
             return None  # nova reports the bad image itself
         image_meta = objects.ImageMeta.from_dict(image)
+        if not (nova_request.image_properties_from_image_meta(image_meta) or
+                nova_request.judges_derived(nova.conf.CONF)):
+            return None
         admin = context.elevated()
-        spec = objects.RequestSpec.get_by_instance_uuid(admin,
-                                                        instance.uuid)
+        try:
+            spec = objects.RequestSpec.get_by_instance_uuid(admin,
+                                                            instance.uuid)
+        except nova_exception.RequestSpecNotFound:
+            return None  # the conductor hook decides
         spec.image = image_meta
         request = nova_request.rebuild_request(
             context, spec, image_meta, None, instance.host,

@@ -92,10 +92,12 @@ def validate_image_traits_for_rebuild(self, context, instance, image_ref):
         spec = rebuild.get('request_spec')
         if spec is None and not nova_request.image_properties_from_image_meta(
                 image_meta):
-            # NOTE(founders): nothing to derive from without the request spec;
-            # as nova's own check, an image without traits passes.
-            LOG.debug('New image %s requires no traits; rebuild allowed.',
-                      image_ref, instance=instance)
+            # NOTE(founders): nothing to derive from without the request spec
+            # (see above); an image without trait: properties passes, as in
+            # nova's own check.
+            LOG.debug('No request spec: what nova derives from image %s '
+                      'cannot be judged, and it requires no traits; rebuild '
+                      'allowed.', image_ref, instance=instance)
             return
         spec = rebuild['request_spec']
         if 'is_bfv' in spec:

@@ -90,7 +90,13 @@ class ImageTraitsFilter(filters.BaseHostFilter):
         # can be verified), pass them all otherwise (there is nothing to
         # check).
         instance = getattr(spec_obj, 'instance_uuid', None)
-        required = _request(spec_obj, None, None).asks()
+        try:
+            required = _request(spec_obj, None, None).asks()
+        except Exception:
+            # NOTE(founders): filter_all must not raise either.
+            LOG.exception('ImageTraitsFilter cannot read what the image of '
+                          'instance %s asks.', instance)
+            required = not engine.fails_open(nova.conf.CONF)
         if required:
             action = 'refusing every host because the image requires traits'
         else:

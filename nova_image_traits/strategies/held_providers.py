@@ -111,9 +111,11 @@ class HeldProvidersStrategy(base.Strategy):
     when the allocations cannot be one placement candidate (the compute
     node holds nothing, or a class is held twice, as an unfinished move
     does), one more, ``GET /resource_providers?in_tree=<node>``, to check
-    that a nested provider belongs to this compute node, and for a sharing
-    provider the aggregates of it and of the node. None of it depends on
-    the size of the cloud.
+    that a nested provider belongs to this compute node, or, before a
+    refusal when the node holds nothing, that the server holds anything
+    here; and during a move, for a sharing provider, two: its aggregates,
+    and the node's tree's members of them. None of it depends on the size
+    of the cloud.
     """
 
     name = 'held_providers'
@@ -143,19 +145,21 @@ class HeldProvidersStrategy(base.Strategy):
         held_twice = any(sum(1 for res in held.values() if res.get(rc))
                          > 1 for rc in wanted)
         state = {'traits': {}, 'tree': None, 'aggregates': {},
-                 'anchored': root in held and not held_twice}
-        if root not in held and not set(held) & self._tree(ctx, root, state):
-            # NOTE(founders): a failed resize or migration can leave a server
-            # holding nothing here; what it holds elsewhere says nothing of
-            # this host.
-            return decision.Verdict(
-                decision.INCONCLUSIVE, providers=tuple(sorted(held)),
-                detail=('none of the allocations of the server is on this '
-                        'compute node'))
+                 'anchored': root in held and not held_twice,
+                 'moving': held_twice}
         unmet = [self._judge(ctx, split, root, state) for split in splits]
         consulted = tuple(state['traits'])
         if not any(unmet):
             return decision.Verdict(decision.ACCEPT, providers=consulted)
+        if root not in held and not set(held) & self._tree(ctx, root, state):
+            # NOTE(founders): a failed resize or migration can leave a server
+            # holding nothing here; what it holds elsewhere says nothing of
+            # this host. Asked only before a refusal: an acceptance rests on
+            # providers already found in the tree.
+            return decision.Verdict(
+                decision.INCONCLUSIVE, providers=tuple(sorted(held)),
+                detail=('none of the allocations of the server is on this '
+                        'compute node'))
         if all(unmet):
             return base.judged(
                 set().union(*unmet), consulted,
@@ -196,11 +200,24 @@ class HeldProvidersStrategy(base.Strategy):
         return state['traits'][rp]
 
     def _belongs(self, ctx, rp, traits, root, state):
-        """Whether a placement candidate for ``root`` could use ``rp``."""
+        """Whether a placement candidate for ``root`` could use ``rp``.
+
+        A sharing provider serves a tree when a provider of that tree is
+        in one of its aggregates, as placement anchors it
+        (``anchors_for_sharing_providers``): one request for its
+        aggregates, one for the tree's members of them.
+        """
         if SHARING_TRAIT not in traits:
             return rp in self._tree(ctx, root, state)
-        return bool(self._aggregates(ctx, rp, state) &
-                    self._aggregates(ctx, root, state))
+        if not state['moving']:
+            # NOTE(founders): nothing held twice: the allocations are one
+            # candidate, and placement put the pool in it for this tree.
+            return True
+        aggregates = self._aggregates(ctx, rp, state)
+        return bool(aggregates) and bool(self.providers(
+            ctx, [('in_tree', root),
+                  ('member_of', 'in:' + ','.join(sorted(aggregates)))],
+            '1.14'))
 
     def _tree(self, ctx, root, state):
         """The UUIDs of the compute node's tree (one request, once)."""

@@ -51,7 +51,7 @@ class RejectStrategy(base.Strategy):
         unmet = []
         for r in ctx.requirements:
             if not r.derived:
-                ok = r.trait in validated
+                ok = r.trait in validated or r in before
             else:
                 ok = r in before or r.trait in (
                     flavor.forbidden_traits if r.forbidden else

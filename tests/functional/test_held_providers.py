@@ -163,7 +163,9 @@ class TestSharingAndNUMA(HeldProvidersTestBase):
         result = self.decide(node.uuid, 'held_providers', trait=HUGEPAGES,
                              flavor=PLAIN_FLAVOR)
         self.assertEqual(R, result.outcome)
-        self.assertEqual(3, result.requests)
+        # Before refusing, with nothing held by the root: the tree, to tell
+        # that the server holds anything on this host at all.
+        self.assertEqual(4, result.requests)
 
 
 class TestFlavorForbiddenTraitAppears(HeldProvidersTestBase):

@@ -601,3 +601,55 @@ class DerivedRequirementsTest(EngineTestCase):
                              derived=nit_requirements.Derived(traits=(tpm,)))
         self.assertEqual('forbidden-by-flavor', result.cause)
         self.assertEqual([], self.adapter.calls)
+
+    def test_resources_unknown_without_allocations(self):
+        result = self.decide(
+            image={}, routes={ALLOCATIONS: {'allocations': {}}},
+            derived=nit_requirements.Derived(resources=(self.NEED,)))
+        self.assertEqual(decision.INCONCLUSIVE, result.outcome)
+        self.assertEqual('resources-unknown', result.cause)
+        self.assertFalse(result.allowed)
+        self.assertIn('whether this server holds it could not be decided',
+                      result.user_reason())
+
+    def test_resources_of_another_host_do_not_count_mid_move(self):
+        other = 'eeeeeeee-0000-4000-8000-000000000009'
+        held = {'allocations': {
+            ROOT: {'resources': {'VCPU': 1}},
+            other: {'resources': {'VCPU': 1, 'MEM_ENCRYPTION_CONTEXT': 1}}}}
+        result = self.decide(
+            image={}, routes={
+                ALLOCATIONS: held,
+                '/resource_providers': {'resource_providers': [
+                    {'uuid': ROOT}]}},
+            derived=nit_requirements.Derived(resources=(self.NEED,)))
+        self.assertEqual('resources-not-held', result.cause)
+        self.assertEqual([ALLOCATIONS, '/resource_providers'],
+                         self.adapter.paths)
+
+    def test_image_in_conflict_with_itself(self):
+        ht = nit_requirements.Requirement(
+            'HW_CPU_HYPERTHREADING', forbidden=True,
+            sources=('hw_cpu_thread_policy=isolate',),
+            via=nit_requirements.RESOURCE_REQUEST)
+        result = self.decide(image={'trait:HW_CPU_HYPERTHREADING':
+                                    'required'},
+                             derived=nit_requirements.Derived(traits=(ht,)))
+        self.assertEqual('conflicting-requirements', result.cause)
+        self.assertEqual([], self.adapter.calls)
+
+    def test_inconclusive_names_forbidden_as_forbidden(self):
+        self.flags(strategy='held_providers',
+                   fallback_strategy='held_providers')
+        ht = nit_requirements.Requirement(
+            'HW_CPU_HYPERTHREADING', forbidden=True,
+            sources=('hw_cpu_thread_policy=isolate',),
+            via=nit_requirements.RESOURCE_REQUEST)
+        result = self.decide(image={}, routes={
+            ALLOCATIONS: {'allocations': {}}},
+            derived=nit_requirements.Derived(traits=(ht,)))
+        self.assertEqual(decision.INCONCLUSIVE, result.outcome)
+        self.assertTrue(result.user_reason().startswith(
+            'hw_cpu_thread_policy=isolate forbids HW_CPU_HYPERTHREADING: '
+            'whether this server meets them could not be decided.'),
+            result.user_reason())

@@ -1,0 +1,200 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""``boot_requirements.derive`` against nova's own objects and code."""
+
+from unittest import mock
+
+import fixtures
+from nova import context as nova_context
+from nova import exception as nova_exception
+from nova import objects
+from nova.scheduler import request_filter
+from nova.scheduler import utils as scheduler_utils
+from oslo_config import fixture as config_fixture
+import testtools
+
+import nova.conf
+from nova_image_traits import boot_requirements
+from nova_image_traits import requirements as reqs
+
+objects.register_all()
+
+VTPM = {'hw_tpm_version': '2.0', 'hw_tpm_model': 'tpm-crb'}
+UEFI = {'hw_firmware_type': 'uefi', 'hw_machine_type': 'q35'}
+
+
+def _spec(properties=None, extra_specs=None, disk_format='qcow2'):
+    flavor = objects.Flavor(name='f', flavorid='f', vcpus=2, memory_mb=2048,
+                            root_gb=20, ephemeral_gb=0, swap=0,
+                            extra_specs=dict(extra_specs or {}))
+    image = objects.ImageMeta.from_dict({
+        'id': 'c0ffee00-0000-4000-8000-000000000001',
+        'disk_format': disk_format, 'container_format': 'bare',
+        'properties': dict(properties or {})})
+    spec = objects.RequestSpec(
+        flavor=flavor, image=image, is_bfv=False, num_instances=1,
+        instance_uuid='c0ffee00-0000-4000-8000-000000000002')
+    return spec, image
+
+
+class DeriveTest(testtools.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.conf = self.useFixture(config_fixture.Config(nova.conf.CONF))
+        self.context = nova_context.get_admin_context()
+
+    def derive(self, properties=None, extra_specs=None, bfv=False, **kw):
+        spec, image = _spec(properties, extra_specs)
+        return boot_requirements.derive(self.context, spec, image, bfv,
+                                        **kw)
+
+    def logged(self, boot):
+        return [r.logged() for r in boot.derived.traits]
+
+    def test_an_image_without_properties_asks_nothing(self):
+        boot = self.derive()
+        self.assertFalse(boot.derived)
+        self.assertEqual(
+            sorted(boot_requirements.IMAGE_FILTERS & {
+                getattr(f, '__name__', '')
+                for f in request_filter.ALL_REQUEST_FILTERS}),
+            sorted(boot.derived.filters))
+
+    def test_vtpm_with_sources_and_stripped_from_the_query(self):
+        boot = self.derive(VTPM)
+        by_trait = {r.trait: r for r in boot.derived.traits}
+        tpm = by_trait['COMPUTE_SECURITY_TPM_2_0']
+        self.assertEqual((reqs.UNSUFFIXED, False), (tpm.scope, tpm.forbidden))
+        self.assertEqual(('hw_tpm_version=2.0',), tpm.sources)
+        self.assertEqual(reqs.RESOURCE_REQUEST, tpm.via)
+        self.assertEqual(('hw_tpm_model=tpm-crb', 'hw_tpm_version=2.0'),
+                         by_trait['COMPUTE_SECURITY_TPM_CRB'].sources)
+        self.assertEqual(frozenset(), boot.query.unsuffixed.required)
+        self.assertEqual(frozenset(), boot.query.root_required)
+
+    def test_the_flavors_own_requests_are_not_the_images(self):
+        # NOTE(founders): hw:mem_encryption makes nova refuse an image
+        # without UEFI firmware, so an image without properties cannot be
+        # the baseline; the flavor's trait and SEV are still the flavor's.
+        boot = self.derive(UEFI, {'hw:mem_encryption': 'true',
+                                  'trait:CUSTOM_F': 'required'})
+        self.assertFalse(boot.derived, self.logged(boot))
+        self.assertEqual((), boot.derived.resources)
+        self.assertIn('CUSTOM_F', boot.query.unsuffixed.required)
+        self.assertIn('MEM_ENCRYPTION_CONTEXT',
+                      boot.query.unsuffixed.resources)
+
+    def test_flavor_vtpm_is_the_flavors(self):
+        self.assertFalse(self.derive({}, {'hw:tpm_version': '2.0'}).derived)
+
+    def test_memory_encryption_blames_its_property_only(self):
+        boot = self.derive(dict(UEFI, hw_mem_encryption='true'))
+        need, = boot.derived.resources
+        self.assertEqual(('MEM_ENCRYPTION_CONTEXT', 1,
+                          ('hw_mem_encryption=true',)),
+                         (need.resource_class, need.amount, need.sources))
+
+    def test_thread_policy_forbids_hyperthreading(self):
+        boot = self.derive({'hw_cpu_thread_policy': 'isolate'},
+                           {'hw:cpu_policy': 'dedicated'})
+        self.assertEqual(
+            ['!HW_CPU_HYPERTHREADING<hw_cpu_thread_policy=isolate|'
+             'ResourceRequest>'], self.logged(boot))
+        self.assertEqual((), boot.derived.resources)
+
+    def test_prefilter_follows_nova_options(self):
+        props = {'hw_disk_bus': 'scsi'}
+        self.assertFalse(self.derive(props).derived)
+        self.conf.config(image_metadata_prefilter=True, group='scheduler')
+        self.conf.config(query_placement_for_image_type_support=True,
+                         group='scheduler')
+        self.assertEqual(
+            ['root:COMPUTE_IMAGE_TYPE_QCOW2<disk_format=qcow2|'
+             'require_image_type_support>',
+             'root:COMPUTE_STORAGE_BUS_SCSI<hw_disk_bus=scsi|'
+             'transform_image_metadata>'], self.logged(self.derive(props)))
+        # A volume-backed server's disk format does not matter to nova.
+        self.assertEqual(
+            ['root:COMPUTE_STORAGE_BUS_SCSI<hw_disk_bus=scsi|'
+             'transform_image_metadata>'],
+            self.logged(self.derive(props, bfv=True)))
+
+    def test_switched_off_asks_resource_request_only(self):
+        self.conf.config(image_metadata_prefilter=True, group='scheduler')
+        boot = self.derive(dict(VTPM, hw_disk_bus='scsi'), judge=False)
+        self.assertIsNone(boot.derived)
+        # As before the option: nova's ResourceRequest, no request filter.
+        self.assertEqual(frozenset(), boot.query.root_required)
+        self.assertIn('COMPUTE_SECURITY_TPM_2_0',
+                      boot.query.unsuffixed.required)
+
+    def test_the_callers_objects_are_left_alone(self):
+        spec, image = _spec(dict(VTPM, **{'trait:CUSTOM_X': 'required'}))
+        self.conf.config(image_metadata_prefilter=True, group='scheduler')
+        boot_requirements.derive(self.context, spec, image, True)
+        self.assertEqual(['CUSTOM_X'], image.properties.traits_required)
+        self.assertIs(image, spec.image)
+        self.assertFalse(spec.is_bfv)
+        self.assertEqual(set(), spec.root_required)
+
+    def test_a_request_filter_refusal_is_the_boots(self):
+        def tpm_secret_security_filter(ctxt, spec):
+            raise nova_exception.RequestFilterFailed(reason='not here')
+        self.useFixture(fixtures.MockPatchObject(
+            request_filter, 'ALL_REQUEST_FILTERS',
+            [tpm_secret_security_filter]))
+        boot = self.derive(VTPM)
+        self.assertEqual('not here', boot.derived.refusal)
+
+    def test_an_unknown_request_filter_is_named_once_and_not_run(self):
+        ran = []
+
+        def a_future_filter(ctxt, spec):
+            ran.append(spec)
+        self.useFixture(fixtures.MockPatchObject(
+            request_filter, 'ALL_REQUEST_FILTERS', [a_future_filter]))
+        log = self.useFixture(fixtures.FakeLogger(
+            name=boot_requirements.__name__))
+        self.derive(VTPM)
+        self.derive(VTPM)
+        self.assertEqual([], ran)
+        self.assertEqual(1, log.output.count('a_future_filter'))
+
+    def test_nova_failing_judges_the_flavor_alone(self):
+        self.useFixture(fixtures.MockPatchObject(
+            scheduler_utils.ResourceRequest, 'from_request_spec',
+            side_effect=ValueError('boom')))
+        log = self.useFixture(fixtures.FakeLogger(
+            name=boot_requirements.__name__))
+        boot = self.derive(VTPM)
+        self.assertIsNone(boot.query)
+        self.assertIsNone(boot.derived)
+        self.assertIn('not what nova derives from the image', log.output)
+
+    def test_a_filter_failing_on_a_variant_adds_nothing(self):
+        calls = []
+        real = request_filter.transform_image_metadata
+
+        def transform_image_metadata(ctxt, spec):
+            calls.append(spec.image)
+            if 'hw_vif_model' not in spec.image.properties:
+                raise RuntimeError('only on a made-up image')
+            return real(ctxt, spec)
+        self.conf.config(image_metadata_prefilter=True, group='scheduler')
+        with mock.patch.object(request_filter, 'ALL_REQUEST_FILTERS',
+                               [transform_image_metadata]):
+            boot = self.derive({'hw_vif_model': 'virtio'})
+        self.assertEqual(
+            ['root:COMPUTE_NET_VIF_MODEL_VIRTIO<hw_vif_model=virtio|'
+             'transform_image_metadata>'], self.logged(boot))
+        self.assertGreater(len(calls), 1)
