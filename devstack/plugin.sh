@@ -34,6 +34,13 @@ NOVA_IMAGE_TRAITS_NOVA_ALL_FILTERS=nova.scheduler.filters.all_filters
 # does not set the option, so that appending our filter keeps nova's.
 NOVA_IMAGE_TRAITS_NOVA_DEFAULT_FILTERS=ComputeFilter,ComputeCapabilitiesFilter,ImagePropertiesFilter,ServerGroupAntiAffinityFilter,ServerGroupAffinityFilter
 NOVA_IMAGE_TRAITS_CONDUCTOR=nova-image-traits-conductor
+# What nova-image-traits-conductor logs once the hook is installed.
+NOVA_IMAGE_TRAITS_INSTALLED="nova-image-traits rebuild hook installed in nova-conductor"
+# The paste filter, and the compute pipelines of api-paste.ini it goes in.
+NOVA_IMAGE_TRAITS_PRECHECK_FILTER=image_traits_precheck
+NOVA_IMAGE_TRAITS_PASTE_PIPELINES="openstack_compute_api_v21 openstack_compute_api_v21_legacy_v2_compatible"
+# Seconds a restarted conductor has to log that the hook is installed.
+NOVA_IMAGE_TRAITS_START_WAIT=${NOVA_IMAGE_TRAITS_START_WAIT:-60}
 
 
 # _nova_image_traits_has WORD LIST... - is WORD one of the words of LIST?
@@ -100,14 +107,44 @@ function configure_nova_image_traits_options {
     iniset $conf image_traits on_placement_error "$NOVA_IMAGE_TRAITS_ON_ERROR"
 }
 
+# _nova_image_traits_paste - nova's api-paste.ini
+function _nova_image_traits_paste {
+    echo "${NOVA_API_PASTE_INI:-$NOVA_CONF_DIR/api-paste.ini}"
+}
+
+# _nova_image_traits_pipeline_ok PASTE PIPELINE - does the keystone pipeline
+# of the composite PIPELINE run the pre-check right after keystonecontext?
+function _nova_image_traits_pipeline_ok {
+    local line
+    line=$(iniget "$1" "composite:$2" keystone)
+    [[ " $line " == *" keystonecontext $NOVA_IMAGE_TRAITS_PRECHECK_FILTER "* ]]
+}
+
 # configure_nova_image_traits_precheck - put the nova-api pre-check after
-# keystonecontext in every compute pipeline of nova's api-paste.ini, once
+# keystonecontext in each compute pipeline of nova's api-paste.ini, and
+# define it. Each part is checked and repaired on its own, so that running
+# it again mends a file that has the definition but lost a pipeline entry.
 function configure_nova_image_traits_precheck {
-    local paste=${NOVA_API_PASTE_INI:-$NOVA_CONF_DIR/api-paste.ini}
-    if ! grep -q "image_traits_precheck" "$paste"; then
-        sed -i 's/ keystonecontext / keystonecontext image_traits_precheck /' "$paste"
-        printf '\n[filter:image_traits_precheck]\npaste.filter_factory = %s\n' \
-            "$NOVA_IMAGE_TRAITS_PRECHECK_FACTORY" >> "$paste"
+    local paste
+    paste=$(_nova_image_traits_paste)
+    local pipeline
+    local line
+    for pipeline in $NOVA_IMAGE_TRAITS_PASTE_PIPELINES; do
+        if _nova_image_traits_pipeline_ok "$paste" "$pipeline"; then
+            continue
+        fi
+        line=$(iniget "$paste" "composite:$pipeline" keystone)
+        if [[ " $line " != *" keystonecontext "* ]]; then
+            die $LINENO "nova-image-traits: [composite:$pipeline] keystone in $paste has no keystonecontext to put $NOVA_IMAGE_TRAITS_PRECHECK_FILTER after"
+        fi
+        line=" $line "
+        line=${line// $NOVA_IMAGE_TRAITS_PRECHECK_FILTER / }
+        line=${line/ keystonecontext / keystonecontext $NOVA_IMAGE_TRAITS_PRECHECK_FILTER }
+        line=${line# }
+        iniset "$paste" "composite:$pipeline" keystone "${line% }"
+    done
+    if [[ "$(iniget "$paste" "filter:$NOVA_IMAGE_TRAITS_PRECHECK_FILTER" paste.filter_factory)" != "$NOVA_IMAGE_TRAITS_PRECHECK_FACTORY" ]]; then
+        iniset "$paste" "filter:$NOVA_IMAGE_TRAITS_PRECHECK_FILTER" paste.filter_factory "$NOVA_IMAGE_TRAITS_PRECHECK_FACTORY"
     fi
     configure_nova_image_traits_options $NOVA_CONF
 }
@@ -133,6 +170,7 @@ function configure_nova_image_traits {
 function _nova_image_traits_restart {
     local service=$1
     local conf=$2
+    _NOVA_IMAGE_TRAITS_RESTARTED_AT=${_NOVA_IMAGE_TRAITS_RESTARTED_AT:-$(date '+%Y-%m-%d %H:%M:%S')}
     stop_process $service
     run_process $service "$NOVA_BIN_DIR/$NOVA_IMAGE_TRAITS_CONDUCTOR --config-file $conf"
 }
@@ -193,6 +231,29 @@ function _nova_image_traits_conductor_services {
     done
 }
 
+# _nova_image_traits_hook_running SERVICE - is the unit active, and did the
+# conductor it runs log that the hook is installed since the restart? A
+# unit file that names nova-image-traits-conductor proves neither: the
+# process may have exited, or (hook_on_unsupported_nova = run_nova_check)
+# run nova's own check without the hook.
+function _nova_image_traits_hook_running {
+    local unit=devstack@$1.service
+    local since=${_NOVA_IMAGE_TRAITS_RESTARTED_AT:-}
+    local waited=0
+    while true; do
+        if [[ "$(systemctl is-active $unit)" == "active" ]] && journalctl --unit $unit --no-pager --output cat ${since:+--since "$since"} | grep -qF "$NOVA_IMAGE_TRAITS_INSTALLED"; then
+            # Still up once it has logged it.
+            [[ "$(systemctl is-active $unit)" == "active" ]]
+            return
+        fi
+        if (( waited >= NOVA_IMAGE_TRAITS_START_WAIT )); then
+            return 1
+        fi
+        sleep 1
+        waited=$((waited + 1))
+    done
+}
+
 # verify_nova_image_traits - fail loudly when the deployment lost what this
 # plugin configured. devstack merges local.conf's post-config sections
 # AFTER the plugins' post-config phase: a local.conf enabled_filters drops
@@ -201,9 +262,16 @@ function _nova_image_traits_conductor_services {
 # "stack extra" runs after that merge, so it can check.
 function verify_nova_image_traits {
     if is_service_enabled n-api && [[ "$NOVA_IMAGE_TRAITS_ENABLE_PRECHECK" == "True" ]]; then
-        local paste=${NOVA_API_PASTE_INI:-$NOVA_CONF_DIR/api-paste.ini}
-        if ! grep -q " keystonecontext image_traits_precheck " "$paste"; then
-            die $LINENO "nova-image-traits: $paste has no image_traits_precheck after keystonecontext; set NOVA_IMAGE_TRAITS_ENABLE_PRECHECK=False or add it"
+        local paste
+        paste=$(_nova_image_traits_paste)
+        local pipeline
+        for pipeline in $NOVA_IMAGE_TRAITS_PASTE_PIPELINES; do
+            if ! _nova_image_traits_pipeline_ok "$paste" "$pipeline"; then
+                die $LINENO "nova-image-traits: [composite:$pipeline] keystone in $paste has no $NOVA_IMAGE_TRAITS_PRECHECK_FILTER right after keystonecontext; set NOVA_IMAGE_TRAITS_ENABLE_PRECHECK=False or add it"
+            fi
+        done
+        if [[ "$(iniget "$paste" "filter:$NOVA_IMAGE_TRAITS_PRECHECK_FILTER" paste.filter_factory)" != "$NOVA_IMAGE_TRAITS_PRECHECK_FACTORY" ]]; then
+            die $LINENO "nova-image-traits: $paste does not define [filter:$NOVA_IMAGE_TRAITS_PRECHECK_FILTER] with paste.filter_factory = $NOVA_IMAGE_TRAITS_PRECHECK_FACTORY"
         fi
     fi
     if is_service_enabled n-sch && [[ "$NOVA_IMAGE_TRAITS_ENABLE_FILTER" == "True" ]]; then
@@ -227,6 +295,9 @@ function verify_nova_image_traits {
             command=$(iniget "$SYSTEMD_DIR/devstack@$service.service" Service ExecStart)
             if [[ "$command" != *"/$NOVA_IMAGE_TRAITS_CONDUCTOR "* ]]; then
                 die $LINENO "nova-image-traits: $service runs '$command', not $NOVA_IMAGE_TRAITS_CONDUCTOR"
+            fi
+            if ! _nova_image_traits_hook_running $service; then
+                die $LINENO "nova-image-traits: devstack@$service is $(systemctl is-active devstack@$service.service) and did not log '$NOVA_IMAGE_TRAITS_INSTALLED' within ${NOVA_IMAGE_TRAITS_START_WAIT}s of its restart; see journalctl -u devstack@$service"
             fi
         done
     fi

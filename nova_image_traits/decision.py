@@ -94,6 +94,8 @@ class Decision:
     :ivar requests: placement requests sent for this decision
     :ivar elapsed: seconds spent deciding
     :ivar cause: a short machine-readable cause of a refusal or an error
+    :ivar transient: whether the error may pass by itself, so that the
+        same request may succeed later
     :ivar detail: technical detail for operators (never shown to users)
     :ivar message: the user-facing explanation, without advice
     """
@@ -114,6 +116,7 @@ class Decision:
     requests: int = 0
     elapsed: float = 0.0
     cause: ty.Optional[str] = None
+    transient: bool = False
     detail: str = ''
     message: str = ''
 

@@ -195,10 +195,9 @@ def _decide(request, conf, opts, client, result, state):
                   'limit of %(limit)d).') % e.kwargs)
         return
     except exception.PlacementError as e:
-        _refuse(result, nit_decision.ERROR, e.cause, _(
-            'The image traits of the new image could not be checked: '
-            'placement failed (%s). The server keeps its current image; '
-            'try again later.') % e.cause, detail=e.message)
+        _refuse(result, nit_decision.ERROR, e.cause, _placement_failed(e),
+                detail=e.message)
+        result.transient = e.transient
         result.allowed = opts.on_placement_error == 'accept'
         return
 
@@ -335,6 +334,22 @@ def _lacks_resources(ctx, result):
                 nit_traits.quote(n.cause())[1:-1], held[n.resource_class])
                 for n in short))
     return True
+
+
+def _placement_failed(error):
+    """The reason for a refusal because placement failed: what to do."""
+    if error.transient:
+        return _('The image traits of the new image could not be checked: '
+                 'placement failed (%s). The server keeps its current '
+                 'image; try again later.') % error.cause
+    if isinstance(error, exception.PlacementProviderNotFound):
+        return _('The image traits of the new image could not be checked: '
+                 "placement has no resource provider for this server's "
+                 'host (%s). The server keeps its current image; ask the '
+                 'cloud operator.') % error.cause
+    return _('The image traits of the new image could not be checked '
+             '(%s), and trying again will not help. The server keeps its '
+             'current image; ask the cloud operator.') % error.cause
 
 
 #: The most invalid properties the decision log line names.

@@ -55,6 +55,9 @@ class PlacementError(NovaImageTraitsException):
     msg_fmt = 'Placement request failed: %(why)s'
     #: A short machine-readable cause, used in the decision log line.
     cause = 'placement-error'
+    #: Whether the failure may pass by itself (a retry may succeed), as
+    #: opposed to a wrong configuration or a wrong cloud.
+    transient = False
 
 
 class PlacementUnreachable(PlacementError):
@@ -62,6 +65,8 @@ class PlacementUnreachable(PlacementError):
 
     msg_fmt = 'Placement is unreachable at %(url)s: %(why)s'
     cause = 'unreachable'
+    #: False for an endpoint that cannot be found or a TLS failure.
+    transient = True
 
 
 class PlacementTimeout(PlacementError):
@@ -69,6 +74,7 @@ class PlacementTimeout(PlacementError):
 
     msg_fmt = 'Placement did not answer %(url)s in time: %(why)s'
     cause = 'timeout'
+    transient = True
 
 
 class PlacementBadResponse(PlacementError):
@@ -80,11 +86,21 @@ class PlacementBadResponse(PlacementError):
     msg_fmt = 'Placement answered GET %(url)s with HTTP %(status)s: %(why)s'
     cause = 'http-error'
 
+    @property
+    def transient(self):
+        """A server error or too many requests; not any other answer."""
+        try:
+            status = int(self.kwargs.get('status'))
+        except (TypeError, ValueError):
+            return False
+        return status >= 500 or status == 429
+
 
 class PlacementProviderNotFound(PlacementBadResponse):
     """Placement answered 404 for a provider a strategy reads."""
 
     cause = 'provider-not-found'
+    transient = False
 
 
 class PlacementMalformedResponse(PlacementError):
@@ -116,6 +132,7 @@ class DecisionDeadlineExceeded(PlacementError):
     msg_fmt = ('The decision took longer than %(limit).1f seconds '
                '([image_traits] decision_timeout) %(waiting)s.')
     cause = 'deadline'
+    transient = True
 
 
 class PlacementPoolTimeout(DecisionDeadlineExceeded):

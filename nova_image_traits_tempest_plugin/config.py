@@ -20,7 +20,14 @@ opts = [
     cfg.BoolOpt('enabled', default=True,
                 help='Whether the cloud runs nova-image-traits-conductor '
                      '(or ImageTraitsFilter) at all.'),
-    cfg.StrOpt('strategy', default='in_tree_candidates',
+    cfg.BoolOpt('precheck', default=False,
+                help='Whether nova-api runs the image_traits_precheck paste '
+                     'filter, which refuses a rebuild with a 400 before '
+                     'anything about the server changes. When true, the '
+                     'test of the API refusal runs and the test of a '
+                     'conductor refusal of an image-backed server is '
+                     'skipped (the API refuses first).'),
+    cfg.StrOpt('strategy', default='held_providers',
                help="The cloud's [image_traits] strategy. With 'reject', a "
                     'trait added to the compute node after the boot does '
                     'not make a rebuild acceptable.'),

@@ -19,7 +19,8 @@ its ``image_ref`` rolled back and a fault holding the reason. It asks
 Nova passes it the context, the instance and the new image only; the
 original image's system metadata and the request spec are arguments of
 ``rebuild_instance``, whose wrapper (:mod:`.hook`) keeps them here, per
-thread, with :func:`remember`.
+thread, with :func:`remember`. A refusal restores nothing itself: the
+hook restores the server after any refusal (:mod:`.refusal`).
 """
 
 import contextlib
@@ -69,15 +70,20 @@ def remember(arguments):
         _LOCAL.rebuild = None
 
 
+def current():
+    """The arguments :func:`remember` keeps in this thread, or None."""
+    return getattr(_LOCAL, 'rebuild', None) if _LOCAL is not None else None
+
+
 def validate_image_traits_for_rebuild(self, context, instance, image_ref):
     """Our ``ComputeTaskManager._validate_image_traits_for_rebuild``.
 
     :raises nova.exception.NoValidHost: an
         :class:`~nova_image_traits.conductor.refusal.ImageTraitsRefused`,
-        when the rebuild is refused, after the rest of the server is
-        returned to its current image; nova then sets the instance to
-        ERROR, rolls back its ``image_ref`` and records the reason as the
-        instance fault
+        when the rebuild is refused; nova then rolls back the instance's
+        ``image_ref``, the hook returns the rest of the server to its
+        current image, and nova sets the instance to ERROR and records the
+        reason as the instance fault
     """
     conf = nova.conf.CONF
     # NOTE(founders): nova calls this from rebuild_instance, which the hook
@@ -130,7 +136,7 @@ def validate_image_traits_for_rebuild(self, context, instance, image_ref):
                         '[image_traits] on_placement_error=accept.',
                         instance=instance)
             return
-        _refuse(context, instance, rebuild, _(
+        raise refusal.ImageTraitsRefused(reason=_(
             'The image traits of the new image could not be checked because '
             'of an internal error.'))
 
@@ -139,14 +145,4 @@ def validate_image_traits_for_rebuild(self, context, instance, image_ref):
                   {'image': image_ref, 'reason': decision.user_reason()},
                   instance=instance)
         return
-    _refuse(context, instance, rebuild, decision.user_reason())
-
-
-def _refuse(context, instance, rebuild, reason):
-    # NOTE(founders): restored here, while task_state is still REBUILDING: once
-    # nova's handler has set ERROR, another rebuild may already be on its way,
-    # and restoring after it would undo that one.
-    restored = refusal.restore(context, instance.uuid,
-                               rebuild.get('orig_sys_metadata'),
-                               rebuild.get('orig_image_ref'))
-    raise refusal.ImageTraitsRefused(restored=restored, reason=reason)
+    raise refusal.ImageTraitsRefused(reason=decision.user_reason())

@@ -132,3 +132,32 @@ def manager_class():
     if cls is None:
         _fail('nova.conductor.manager.ComputeTaskManager does not exist')
     return cls
+
+
+#: The step of ``rebuild_instance``'s refusal handler the hook wraps to
+#: restore the server (:mod:`.refusal`), and its parameters.
+NOTIFY = '_set_vm_state_and_notify'
+_NOTIFY_PARAMS = ('self', 'context', 'instance_uuid', 'method', 'updates',
+                  'ex', 'request_spec')
+
+
+def verify_refusal_handler(manager_cls):
+    """Check the step of nova's refusal handler the hook wraps, or raise.
+
+    :raises HookInstallError: when it is gone, changed, or no longer called
+        by ``rebuild_instance``
+    """
+    if not callable(inspect.getattr_static(manager_cls, NOTIFY, None)):
+        _fail('nova.conductor.manager.ComputeTaskManager.%(name)s does '
+              'not exist', name=NOTIFY)
+    params = _param_names(original(manager_cls, NOTIFY))
+    if params != _NOTIFY_PARAMS:
+        _fail('ComputeTaskManager.%(name)s%(params)s does not have the '
+              'expected parameters %(expected)s', name=NOTIFY,
+              params='(%s)' % ', '.join(params),
+              expected='(%s)' % ', '.join(_NOTIFY_PARAMS))
+    code = getattr(inspect.unwrap(original(manager_cls, REBUILD)),
+                   '__code__', None)
+    if code is None or NOTIFY not in code.co_names:
+        _fail('ComputeTaskManager.%(rebuild)s no longer calls %(notify)s',
+              rebuild=REBUILD, notify=NOTIFY)

@@ -20,8 +20,13 @@ point in the conductor, so :func:`install` patches two methods of
 * ``rebuild_instance``, wrapped to remember its ``orig_sys_metadata``
   (the system metadata of the image being replaced) and request spec
   for the check, so the check can compare with the original image's
-  traits and restore them on a refusal (:mod:`.refusal`), and to end a
-  refusal there with one WARNING instead of a traceback.
+  traits, and to end the check's own refusal there with one WARNING
+  instead of a traceback;
+* ``_set_vm_state_and_notify``, wrapped so that, when
+  ``rebuild_instance`` refuses a rebuild to a new image (whoever refused
+  it: the check, a scheduler filter, placement), the server is returned to
+  its current image (:func:`.refusal.restore`) just before nova sets it to
+  ERROR.
 
 :mod:`.compat` checks first that this nova has what the hook relies on.
 
@@ -73,6 +78,9 @@ HookInstallError = compat.HookInstallError
 
 _LOCK = threading.Lock()
 
+#: The methods of ``ComputeTaskManager`` the hook replaces or wraps.
+_PATCHED = (compat.VALIDATE, compat.REBUILD, compat.NOTIFY)
+
 
 def report_unsupported(error):
     """Log that the hook is not active in this process.
@@ -94,7 +102,7 @@ def is_installed():
     """Return True when the hook is active in this process."""
     cls = compat.manager_class()
     return all(hasattr(cls.__dict__.get(name), compat.MARKER)
-               for name in (compat.VALIDATE, compat.REBUILD))
+               for name in _PATCHED)
 
 
 def verify():
@@ -106,7 +114,9 @@ def verify():
     :returns: the version of the nova verified
     :raises HookInstallError: naming the first nova internal that changed
     """
-    compat.verify(compat.manager_class())
+    cls = compat.manager_class()
+    compat.verify(cls)
+    compat.verify_refusal_handler(cls)
     return compat.nova_version()
 
 
@@ -126,6 +136,7 @@ def install():
         if is_installed():
             return
         compat.verify(cls)
+        compat.verify_refusal_handler(cls)
         # Register [image_traits] on nova's configuration now, so the
         # options exist however early they are read.
         nit_conf.register_opts(nova.conf.CONF)
@@ -136,6 +147,8 @@ def install():
         setattr(cls, compat.VALIDATE,
                 _mark(check.validate_image_traits_for_rebuild,
                       compat.original(cls, compat.VALIDATE)))
+        setattr(cls, compat.NOTIFY,
+                _wrap_notify(compat.original(cls, compat.NOTIFY)))
 
 
 def log_installed():
@@ -154,7 +167,7 @@ def uninstall():
     with _LOCK:
         if is_installed():
             cls = compat.manager_class()
-            for name in (compat.VALIDATE, compat.REBUILD):
+            for name in _PATCHED:
                 # Each of ours keeps nova's original under the marker.
                 setattr(cls, name, compat.original(cls, name))
 
@@ -165,6 +178,50 @@ def _mark(func, original):
         return func(*args, **kwargs)
     setattr(hooked, compat.MARKER, original)
     return hooked
+
+
+def _refused_rebuild(method, instance_uuid):
+    """The arguments of the rebuild a refusal is for, or None.
+
+    Only a rebuild to a new image that is not an evacuation: then nova's
+    API has written the new image into the server (an evacuation keeps
+    the image, and rolls nothing back).
+    """
+    rebuild = check.current()
+    if (rebuild is None or method != 'rebuild_server' or
+            rebuild.get('recreate') or
+            rebuild.get('orig_image_ref') == rebuild.get('image_ref')):
+        return None
+    instance = rebuild.get('instance')
+    if instance is None or instance.uuid != instance_uuid:
+        return None
+    return rebuild
+
+
+def _wrap_notify(original):
+    @functools.wraps(original)
+    def _set_vm_state_and_notify(self, context, instance_uuid, method,
+                                 updates, ex, request_spec):
+        rebuild = _refused_rebuild(method, instance_uuid)
+        if rebuild is not None and _RESTORATION not in rebuild:
+            # NOTE(nova-image-traits): here nova's handler has rolled
+            # image_ref back, and the task state is still REBUILDING: once
+            # this sets ERROR, another rebuild may already be on its way, and
+            # restoring after it would undo that one.
+            rebuild[_RESTORATION] = refusal.restore(
+                context, instance_uuid, rebuild.get('orig_sys_metadata'),
+                rebuild.get('orig_image_ref'),
+                volume_backed=rebuild[_VOLUME_BACKED])
+        return original(self, context, instance_uuid, method, updates, ex,
+                        request_spec)
+
+    setattr(_set_vm_state_and_notify, compat.MARKER, original)
+    return _set_vm_state_and_notify
+
+
+#: Keys the wrappers add to the remembered arguments of a rebuild.
+_RESTORATION = 'nova_image_traits.restoration'
+_VOLUME_BACKED = 'nova_image_traits.volume_backed'
 
 
 def _wrap_rebuild(original):
@@ -178,19 +235,33 @@ def _wrap_rebuild(original):
             # Let nova report the bad call the way it always did.
             return original(self, context, *args, **kwargs)
         arguments = arguments.arguments
+        instance = arguments.get('instance')
+        # NOTE(nova-image-traits): an empty image_ref is how nova marks a
+        # volume-backed server, and nova's API keeps it empty over a
+        # rebuild; read it before nova's refusal handler overwrites it.
+        arguments[_VOLUME_BACKED] = (instance is not None and
+                                     not instance.image_ref)
         try:
             with check.remember(arguments):
                 return original(self, context, *args, **kwargs)
         except refusal.ImageTraitsRefused as e:
             # NOTE(founders): nova has set the server to ERROR, rolled
-            # image_ref back and recorded the fault and the event; the check
+            # image_ref back and recorded the fault and the event; the hook
             # restored the rest. Stop here: rebuild_instance is a cast, nobody
             # waits for the exception, and oslo.messaging would log a
             # traceback.
-            refusal.log_refusal(arguments.get('instance'),
-                                arguments.get('image_ref'),
-                                arguments.get('orig_image_ref'), e)
+            refusal.log_refusal(instance, arguments.get('image_ref'),
+                                arguments.get('orig_image_ref'), e,
+                                arguments.get(_RESTORATION))
             return None
+        except Exception as e:
+            if _RESTORATION in arguments:
+                # Refused by someone else (a scheduler filter): nova logs
+                # and raises it as it always did; say what was restored.
+                refusal.log_refusal(instance, arguments.get('image_ref'),
+                                    arguments.get('orig_image_ref'), e,
+                                    arguments[_RESTORATION])
+            raise
 
     setattr(rebuild_instance, compat.MARKER, original)
     return rebuild_instance

@@ -11,45 +11,77 @@
 # under the License.
 """What the conductor does with a refused rebuild.
 
-The hook raises :class:`ImageTraitsRefused`, a ``NoValidHost``, so that
-nova's own handler in ``ComputeTaskManager.rebuild_instance`` does what it
-always does with a refusal: the server goes to ERROR, its ``image_ref``
-is rolled back, and the reason is recorded as the instance fault and in
-the rebuild action's event, where ``server show`` and ``server event
-show`` display it. Before raising it, :func:`restore` returns what nova's
-API changed and nova's handler does not roll back, while the server's
-task state is still ``rebuilding`` so that no other request can change it
-meanwhile.
+Whoever refuses a rebuild to a new image (the hook's check, a scheduler
+filter such as ``ImageTraitsFilter``, placement), nova's own handler in
+``ComputeTaskManager.rebuild_instance`` does what it always does: it sets
+``instance.image_ref`` to ``orig_image_ref``, then the server goes to
+ERROR and the reason is recorded as the instance fault and in the rebuild
+action's event, where ``server show`` and ``server event show`` display
+it. The hook wraps the step that sets ERROR (``_set_vm_state_and_notify``)
+so that :func:`restore` runs just before it, while the server's task state
+is still ``rebuilding`` and no other request can change it meanwhile, and
+returns what nova's API changed and nova's handler does not roll back.
+
+The hook's own refusal is an :class:`ImageTraitsRefused`, a
+``NoValidHost``, so that nova's handler treats it like any other.
 """
+
+import collections
 
 from oslo_log import log as logging
 
+from nova.compute import task_states
 from nova import exception
 from nova import objects
 from nova import utils as nova_utils
 
 LOG = logging.getLogger(__name__)
 
+#: The parts :func:`restore` can return to the current image.
+IMAGE_REF = 'image_ref'
+EMPTY_IMAGE_REF = 'empty image_ref (volume-backed)'
+IMAGE_PROPERTIES = 'image properties'
+REQUEST_SPEC = 'request spec'
+
 
 class ImageTraitsRefused(exception.NoValidHost):
-    """The image traits check refused the rebuild.
+    """The image traits check refused the rebuild."""
 
-    :ivar restored: what :func:`restore` returned to the current image
-    """
 
-    def __init__(self, restored=(), **kwargs):
-        super().__init__(**kwargs)
-        self.restored = tuple(restored)
-
+#: What :func:`restore` did: the parts it returned to the current image
+#: and those it did not, each a tuple of the names above.
+Restoration = collections.namedtuple('Restoration', ['restored', 'missed'])
 
 #: Instance fields nova's API takes from the image properties of the same
 #: names before the cast (``_inherit_properties_from_image``, kernel and
-#: ramdisk).
+#: ramdisk). ``auto_disk_config`` is not one of them: nova takes it from the
+#: request when the request names it, and the conductor cannot tell.
 _INHERITED = ('os_type', 'architecture', 'vm_mode', 'kernel_id',
               'ramdisk_id')
 
 
-def restore(context, instance_uuid, orig_sys_metadata, orig_image_ref):
+def _instance_updates(instance, orig_sys_metadata):
+    """The system metadata and fields of the current image, for instance."""
+    image = nova_utils.get_image_from_system_metadata(orig_sys_metadata)
+    props = image.get('properties', {})
+    prefix = nova_utils.SM_IMAGE_PROP_PREFIX
+    sysmeta = {k: v for k, v in instance.system_metadata.items()
+               if not k.startswith(prefix)}
+    sysmeta.update({k: v for k, v in orig_sys_metadata.items()
+                    if k.startswith(prefix)})
+    updates = {'system_metadata': sysmeta}
+    for field in _INHERITED:
+        value = props.get(field)
+        if field in ('kernel_id', 'ramdisk_id'):
+            # NOTE(nova-image-traits): as nova's API does
+            # (_handle_kernel_and_ramdisk).
+            value = '' if value in (None, 'nokernel') else value
+        updates[field] = value
+    return updates
+
+
+def restore(context, instance_uuid, orig_sys_metadata, orig_image_ref,
+            volume_backed=False):
     """Return the server to its current image after a refused rebuild.
 
     Nova's API replaced the ``image_*`` system metadata, the fields it
@@ -59,55 +91,124 @@ def restore(context, instance_uuid, orig_sys_metadata, orig_image_ref):
     would be scheduled with the refused image's traits. Everything comes
     from ``orig_sys_metadata``, the image as nova recorded it at boot.
 
+    A volume-backed server has an empty ``image_ref``, which nova's API
+    keeps over a rebuild (that is how nova tells it is volume-backed), but
+    nova's handler sets it to ``orig_image_ref``, the image of the root
+    volume; it is emptied again.
+
+    Everything is read and built before the first write, so that a bad
+    value writes nothing. The instance is written first (only while its
+    task state is still ``rebuilding``), then the request spec.
+
     ``context`` is the conductor's, which ``rebuild_instance`` has
     targeted at the instance's cell.
 
-    :returns: the names of what was restored; nothing when
-        ``orig_sys_metadata`` is unknown, or when it fails (logged)
+    :returns: a :class:`Restoration`; what could not be restored is logged
     """
-    if orig_sys_metadata is None:
-        return ()
-    orig_sys_metadata = dict(orig_sys_metadata)
-    image = nova_utils.get_image_from_system_metadata(orig_sys_metadata)
-    image['id'] = orig_image_ref
-    props = image.get('properties', {})
+    restored, missed = [], []
+    wanted = [EMPTY_IMAGE_REF if volume_backed else IMAGE_REF]
+    if orig_sys_metadata is not None:
+        wanted += [IMAGE_PROPERTIES, REQUEST_SPEC]
+    else:
+        LOG.warning('The rebuild of instance %s was refused, but nova did '
+                    'not pass the system metadata of its current image: '
+                    'its image properties and request spec keep the '
+                    'refused image.', instance_uuid)
+        missed += [IMAGE_PROPERTIES, REQUEST_SPEC]
     try:
         inst = objects.Instance.get_by_uuid(
             context, instance_uuid, expected_attrs=['system_metadata'])
-        prefix = nova_utils.SM_IMAGE_PROP_PREFIX
-        sysmeta = {k: v for k, v in inst.system_metadata.items()
-                   if not k.startswith(prefix)}
-        sysmeta.update({k: v for k, v in orig_sys_metadata.items()
-                        if k.startswith(prefix)})
-        inst.system_metadata = sysmeta
-        for field in _INHERITED:
-            value = props.get(field)
-            if field in ('kernel_id', 'ramdisk_id'):
-                # NOTE(founders): as nova's API does
-                # (_handle_kernel_and_ramdisk).
-                value = '' if value in (None, 'nokernel') else value
-            setattr(inst, field, value)
-        inst.save()
-        spec = objects.RequestSpec.get_by_instance_uuid(context,
-                                                        instance_uuid)
-        spec.image = objects.ImageMeta.from_dict(image)
-        spec.save()
+        updates = {}
+        if volume_backed:
+            updates['image_ref'] = ''
+        spec = image_meta = None
+        if orig_sys_metadata is not None:
+            orig_sys_metadata = dict(orig_sys_metadata)
+            updates.update(_instance_updates(inst, orig_sys_metadata))
+            image = nova_utils.get_image_from_system_metadata(
+                orig_sys_metadata)
+            image['id'] = orig_image_ref
+            image_meta = objects.ImageMeta.from_dict(image)
+            spec = objects.RequestSpec.get_by_instance_uuid(context,
+                                                            instance_uuid)
+        inst.update(updates)
     except Exception:
-        LOG.exception('The rebuild was refused, but the image properties '
-                      'and request spec of instance %(instance)s could not '
-                      'be returned to image %(image)s.',
+        LOG.exception('The rebuild of instance %(instance)s was refused, '
+                      'but what its current image %(image)s needs could not '
+                      'be read; nothing more was restored.',
                       {'instance': instance_uuid, 'image': orig_image_ref})
-        return ()
-    return ('image properties', 'request spec')
+        if not volume_backed:
+            restored.append(IMAGE_REF)  # by nova's handler
+            wanted.remove(IMAGE_REF)
+        return Restoration(tuple(restored), tuple(missed + wanted))
+
+    parts = [p for p in wanted if p != REQUEST_SPEC]
+    try:
+        if updates:
+            inst.save(expected_task_state=[task_states.REBUILDING])
+        restored += parts
+    except Exception:
+        LOG.exception('The rebuild of instance %(instance)s was refused, '
+                      'but its %(parts)s could not be returned to image '
+                      '%(image)s.', {'instance': instance_uuid,
+                                     'image': orig_image_ref,
+                                     'parts': ', '.join(parts)})
+        if not volume_backed:
+            # Nova's handler has saved it already.
+            restored.append(IMAGE_REF)
+            parts.remove(IMAGE_REF)
+        missed += parts
+        if spec is not None:
+            missed.append(REQUEST_SPEC)
+        return Restoration(tuple(restored), tuple(missed))
+    if spec is not None:
+        try:
+            spec.image = image_meta
+            spec.save()
+            restored.append(REQUEST_SPEC)
+        except Exception:
+            LOG.exception('The rebuild of instance %(instance)s was refused '
+                          'and its %(parts)s returned to image %(image)s, '
+                          'but its request spec could not be.',
+                          {'instance': instance_uuid,
+                           'image': orig_image_ref,
+                           'parts': ', '.join(parts)})
+            missed.append(REQUEST_SPEC)
+    return Restoration(tuple(restored), tuple(missed))
 
 
-def log_refusal(instance, image_ref, orig_image_ref, refusal):
-    """The one WARNING a refused rebuild logs in the conductor."""
-    LOG.warning('Rebuild to image %(image)s refused by the image traits '
-                'check: %(reason)s The server stays on image %(orig)s '
-                '(image_ref%(restored)s restored) and is in ERROR until it '
-                'is rebuilt again or hard rebooted.',
-                {'image': image_ref, 'orig': orig_image_ref,
-                 'reason': refusal.kwargs.get('reason', ''),
-                 'restored': ''.join(', ' + r for r in refusal.restored)},
+def describe(restoration):
+    """``restored: ...; not restored: ...`` for a log line.
+
+    :param restoration: a :class:`Restoration`, or None when
+        :func:`restore` did not run
+    """
+    if restoration is None:
+        return 'nothing restored beyond what nova rolls back'
+    text = 'restored: %s' % (', '.join(restoration.restored) or 'nothing')
+    if restoration.missed:
+        text += '; not restored: %s' % ', '.join(restoration.missed)
+    return text
+
+
+def log_refusal(instance, image_ref, orig_image_ref, refusal, restoration):
+    """The one WARNING a refused rebuild logs in the conductor.
+
+    :param refusal: the exception nova's handler re-raised
+    :param restoration: what :func:`restore` did, or None
+    """
+    if isinstance(refusal, ImageTraitsRefused):
+        by = 'the image traits check: %s' % refusal.kwargs.get('reason', '')
+    else:
+        by = '%s: %s' % (type(refusal).__name__, refusal)
+    by = by.rstrip()
+    if not by.endswith('.'):
+        by += '.'
+    LOG.warning('Rebuild to image %(image)s refused by %(by)s The server '
+                'stays on image %(orig)s (%(restored)s; the rebuild '
+                "request's own changes, such as its key pair, name, "
+                'metadata or auto_disk_config, are kept) and is in ERROR '
+                'until it is rebuilt again or hard rebooted.',
+                {'image': image_ref, 'orig': orig_image_ref or '-',
+                 'by': by, 'restored': describe(restoration)},
                 instance=instance)

@@ -79,9 +79,13 @@ class PlacementSession:
                                        self.global_request_id)
         except (ks_exc.ConnectTimeout, ks_exc.RequestTimeout) as e:
             raise exception.PlacementTimeout(url=url, why=_why(e))
-        except (ks_exc.ConnectFailure, ks_exc.EndpointNotFound,
-                ks_exc.DiscoveryFailure, ks_exc.SSLError) as e:
+        except (ks_exc.ConnectFailure, ks_exc.DiscoveryFailure) as e:
             raise exception.PlacementUnreachable(url=url, why=_why(e))
+        except (ks_exc.EndpointNotFound, ks_exc.SSLError) as e:
+            # Not found in the catalog, or TLS refused: configuration.
+            err = exception.PlacementUnreachable(url=url, why=_why(e))
+            err.transient = False
+            raise err
         except ks_exc.UnknownConnectionError as e:
             # requests' ChunkedEncodingError and friends: the body was cut
             # short or could not be decoded.

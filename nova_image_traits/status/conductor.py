@@ -21,6 +21,14 @@ A process is a conductor when its program, or the script its interpreter
 runs (``python3 /usr/bin/nova-conductor``), is named ``nova-conductor``
 (without the hook) or ``nova-image-traits-conductor`` (with it).
 
+A running service does not keep that command line: oslo.service (through
+cotyledon) rewrites the title of the parent and of each worker, so that
+``/proc/<pid>/cmdline`` holds one string: for the parent,
+``nova-image-traits-conductor: master process [<the command line>]``, and
+for a worker, ``nova-image-traits-conductor: ServiceWrapper worker(0)``,
+the name before the colon being the base name of the program that was
+started. Both forms are recognised.
+
 Conductors in containers of their own PID namespace are not visible; run
 the check inside the conductor's container then.
 """
@@ -35,6 +43,7 @@ PLAIN = 'nova-conductor'
 #: Users whose processes are trusted, besides root.
 TRUSTED_USERS = ('nova',)
 
+#: ``argv`` is the command line as the kernel shows it, rewritten or not.
 Conductor = collections.namedtuple('Conductor', ['pid', 'uid', 'hooked',
                                                  'argv'])
 
@@ -52,6 +61,12 @@ def trusted_uids(users=TRUSTED_USERS):
 
 def _program(argv):
     """The launcher a command line runs: a conductor name, or None."""
+    if len(argv) == 1:
+        # A title set by oslo.service: "<program>: master process [...]"
+        # or "<program>: <service> worker(<n>)".
+        name, sep, _rest = argv[0].partition(': ')
+        if sep and name in (HOOKED, PLAIN):
+            return name
     for arg in argv[:2]:
         name = os.path.basename(arg)
         if name in (HOOKED, PLAIN):

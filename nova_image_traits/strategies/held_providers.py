@@ -74,6 +74,32 @@ def unsuffixed_holders(held, query):
     return sorted(found, key=sorted)
 
 
+def no_split_detail(held, query):
+    """Why :func:`unsuffixed_holders` found no provider: the detail."""
+    wanted = set(query.unsuffixed.resources)
+    overlapping = [g for g in query.numbered if set(g.resources) & wanted]
+    if len(overlapping) > MAX_AMBIGUOUS_GROUPS:
+        return ('the split of the allocations was not searched: %d numbered '
+                'groups ask for classes of the unsuffixed group, more than '
+                '%d' % (len(overlapping), MAX_AMBIGUOUS_GROUPS))
+    count = math.prod(
+        sum(1 for res in held.values()
+            if all(res.get(rc, 0) >= n for rc, n in g.resources.items()))
+        for g in overlapping)
+    if count > MAX_SPLITS:
+        return ('the split of the allocations was not searched: %d ways to '
+                'place the numbered groups, more than %d' % (count,
+                                                             MAX_SPLITS))
+    if overlapping:
+        return ('no split of the allocations between the numbered groups '
+                'leaves a provider serving the unsuffixed group (%s): the '
+                'allocations are not those of this flavor' % ', '.join(
+                    sorted(wanted)))
+    return ('no provider holds a class the unsuffixed group asks for (%s): '
+            'the allocations are not those of this flavor' % ', '.join(
+                sorted(wanted)))
+
+
 class HeldProvidersStrategy(base.Strategy):
     """Judge the providers the rebuilt server keeps, by placement's rule.
 
@@ -133,8 +159,7 @@ class HeldProvidersStrategy(base.Strategy):
         if not splits:
             return decision.Verdict(
                 decision.INCONCLUSIVE, providers=tuple(sorted(held)),
-                detail=('no allocation of the server can be told to serve '
-                        'the unsuffixed request group'))
+                detail=no_split_detail(held, query))
         root = ctx.request.compute_node_uuid
         # NOTE(founders): in one placement candidate each unsuffixed class
         # comes from one provider, and every provider but sharing ones is in

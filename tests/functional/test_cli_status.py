@@ -18,15 +18,27 @@ test. The image check is exercised against nova's Glance stand-in in
 exists, which the check reports as a warning.
 """
 
+import http.server
 import io
 import json
 import os
+import signal
+import subprocess
+import sys
 import tempfile
+import textwrap
+import threading
+import time
 
 import fixtures
+import testtools
 
 from nova_image_traits.cmd import status
+from nova_image_traits.status import conductor
 from tests.functional import base
+
+HOOKED = conductor.HOOKED
+PLAIN = conductor.PLAIN
 
 NO_IMAGES = RuntimeError('no image service in this test')
 
@@ -247,3 +259,154 @@ class StatusNoPlacementTest(base.FunctionalTestCase):
         rc = status.main(['--config-file', '/nonexistent/nova.conf',
                           'upgrade', 'check'])
         self.assertEqual(255, rc)
+
+
+class _FakePlacement(http.server.BaseHTTPRequestHandler):
+    """Placement's version document: all a starting conductor asks."""
+
+    def do_GET(self):
+        body = json.dumps({'versions': [{
+            'id': 'v1.0', 'min_version': '1.0', 'max_version': '1.39',
+            'status': 'CURRENT', 'links': []}]}).encode()
+        self.send_response(200)
+        self.send_header('Content-Type', 'application/json')
+        self.send_header('Content-Length', str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+class RealConductorProcessesTest(testtools.TestCase):
+    """Real nova-conductor and nova-image-traits-conductor services.
+
+    Both are started from their console scripts with a minimal nova.conf
+    (SQLite databases, oslo.messaging's fake driver, a stand-in for
+    placement's version document), so that oslo.service rewrites their
+    titles as in a deployment; they are stopped by PID.
+    """
+
+    #: Seconds for both services to start their workers.
+    START_TIMEOUT = 120
+
+    def setUp(self):
+        super().setUp()
+        self.work = self.useFixture(fixtures.TempDir()).path
+        server = http.server.ThreadingHTTPServer(('127.0.0.1', 0),
+                                                 _FakePlacement)
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        self.addCleanup(server.server_close)
+        self.addCleanup(server.shutdown)
+        self.nova_conf = os.path.join(self.work, 'nova.conf')
+        with open(self.nova_conf, 'w') as f:
+            f.write(textwrap.dedent('''\
+                [DEFAULT]
+                transport_url = fake:/
+                host = nit-status-test
+                [database]
+                connection = sqlite:///%(work)s/nova.db
+                [api_database]
+                connection = sqlite:///%(work)s/nova_api.db
+                [conductor]
+                workers = 1
+                [placement]
+                auth_type = none
+                endpoint = http://127.0.0.1:%(port)d
+                ''' % {'work': self.work, 'port': server.server_address[1]}))
+        bin_dir = os.path.dirname(sys.executable)
+        for database in ('api_db', 'db'):
+            subprocess.run([os.path.join(bin_dir, 'nova-manage'),
+                            '--config-file', self.nova_conf, database,
+                            'sync'], check=True, capture_output=True,
+                           timeout=120)
+        self.services = {
+            name: self.start(os.path.join(bin_dir, name))
+            for name in (PLAIN, HOOKED)}
+
+    def start(self, program):
+        log = open(os.path.join(self.work, os.path.basename(program) +
+                                '.log'), 'wb')
+        self.addCleanup(log.close)
+        proc = subprocess.Popen([program, '--config-file', self.nova_conf],
+                                stdout=log, stderr=subprocess.STDOUT,
+                                cwd=self.work)
+        self.addCleanup(self.stop, proc)
+        return proc
+
+    @staticmethod
+    def children(pid):
+        """The PIDs whose parent is ``pid``, from /proc/<pid>/stat."""
+        found = []
+        for entry in os.listdir('/proc'):
+            if not entry.isdigit():
+                continue
+            try:
+                with open('/proc/%s/stat' % entry) as f:
+                    stat = f.read()
+            except OSError:
+                continue
+            # pid (comm) state ppid ...; comm may hold spaces.
+            if int(stat.rsplit(')', 1)[1].split()[1]) == pid:
+                found.append(int(entry))
+        return found
+
+    def stop(self, proc):
+        try:
+            workers = self.children(proc.pid)
+        except OSError:
+            workers = []
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        for pid in workers:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+    def wait_for_workers(self):
+        deadline = time.monotonic() + self.START_TIMEOUT
+        while True:
+            workers = {}
+            for name, proc in self.services.items():
+                if proc.poll() is not None:
+                    with open(os.path.join(self.work, name + '.log')) as f:
+                        self.fail('%s exited (%s): %s' % (
+                            name, proc.returncode, f.read()[-2000:]))
+                workers[name] = self.children(proc.pid)
+            if all(workers.values()):
+                return workers
+            if time.monotonic() > deadline:
+                self.fail('the conductors started no worker: %s' % workers)
+            time.sleep(0.5)
+
+    def test_parents_and_workers_hooked_and_plain(self):
+        workers = self.wait_for_workers()
+        with open('/proc/%d/cmdline' % self.services[HOOKED].pid,
+                  'rb') as f:
+            title = f.read()
+        # What a real service shows: one string, rewritten.
+        self.assertTrue(title.startswith(
+            HOOKED.encode() + b': master process ['), title)
+        found = {c.pid: c.hooked for c in conductor.find(
+            uids={os.getuid()})}
+        for name, hooked in ((HOOKED, True), (PLAIN, False)):
+            for pid in [self.services[name].pid] + workers[name]:
+                self.assertEqual(hooked, found.get(pid), (name, pid, found))
+
+        conf = write_conf(self, '[placement]\nauth_type = none\n'
+                          'endpoint = http://127.0.0.1:9\n')
+        rc, checks = run_status(self, conf, proc='/proc',
+                                uids={os.getuid()})
+        details = checks['Conductor rebuild hook']['details']
+        self.assertEqual(1, checks['Conductor rebuild hook']['result'],
+                         details)
+        self.assertIn('run nova-conductor without the hook', details)
+        self.assertIn(str(self.services[PLAIN].pid), details)
+        self.assertIn(str(self.services[HOOKED].pid), details)

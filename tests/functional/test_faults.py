@@ -30,6 +30,7 @@ The expected causes are those of ``doc/source/admin/failure-semantics.rst``.
 import json
 import logging
 import os
+import re
 import socket
 import threading
 import time
@@ -315,6 +316,19 @@ class DecisionAssertions:
         self.assertIn('(%s)' % cause, result.message)
         if on_error == 'reject':
             self.assertIn(cause, result.user_reason())
+        # Only a failure that may pass by itself promises a retry.
+        self.assertEqual(result.transient, 'try again later' in
+                         result.message, (cause, result.message))
+        if cause in ('unreachable', 'timeout', 'deadline'):
+            self.assertTrue(result.transient, (cause, result.detail))
+        elif cause in ('provider-not-found', 'unsupported-microversion',
+                       'placement-error', 'malformed-response'):
+            self.assertFalse(result.transient, (cause, result.detail))
+            self.assertIn('ask the cloud operator', result.message)
+        elif cause == 'http-error':
+            self.assertEqual(
+                bool(re.search(r'HTTP (5\d\d|429)\b', result.detail)),
+                result.transient, result.detail)
         for text in (result.user_reason(), result.message):
             self.assertNotIn('\n', text)
             self.assertNotIn('Traceback', text)

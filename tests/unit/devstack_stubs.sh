@@ -216,12 +216,38 @@ function enable_python3_package { _stub_record enable_python3_package "$@"; }
 function enable_service { _stub_record enable_service "$@"; }
 # run_process SERVICE COMMAND - as devstack under systemd, write the unit's
 # ExecStart (when SYSTEMD_DIR is set)
+# and, for nova-image-traits-conductor, the journal line its launcher logs
+# once the hook is installed (unless STUB_HOOK_INSTALLS=False)
 function run_process {
     _stub_record run_process "$@"
     if [[ -n "${SYSTEMD_DIR:-}" ]]; then
         mkdir -p "$SYSTEMD_DIR"
         printf '[Service]\nExecStart = %s\n' "$2" > "$SYSTEMD_DIR/devstack@$1.service"
+        if [[ "$2" == *nova-image-traits-conductor* && "${STUB_HOOK_INSTALLS:-True}" == "True" ]]; then
+            echo "INFO nova_image_traits.conductor.hook [-] nova-image-traits rebuild hook installed in nova-conductor (nova 34.0.0)." >> "$SYSTEMD_DIR/devstack@$1.service.journal"
+        fi
     fi
 }
 function stop_process { _stub_record stop_process "$@"; }
 function restart_service { _stub_record restart_service "$@"; }
+
+# systemctl is-active UNIT - the contents of $SYSTEMD_DIR/UNIT.state when a
+# test wrote one, else "active" when the unit file exists, else "inactive"
+function systemctl {
+    _stub_record systemctl "$@"
+    if [[ "$1" == "is-active" ]]; then
+        if [[ -f "$SYSTEMD_DIR/$2.state" ]]; then
+            cat "$SYSTEMD_DIR/$2.state"
+        elif [[ -f "$SYSTEMD_DIR/$2" ]]; then
+            echo active
+        else
+            echo inactive
+        fi
+    fi
+}
+
+# journalctl --unit UNIT ... - the contents of $SYSTEMD_DIR/UNIT.journal
+function journalctl {
+    _stub_record journalctl "$@"
+    cat "$SYSTEMD_DIR/$2.journal" 2>/dev/null || true
+}

@@ -501,6 +501,25 @@ class TestVerify(DevstackPluginTestCase):
                       expect_rc=1)
         self.assertIn('n-super-cond runs', self.output)
 
+    def test_conductor_that_did_not_stay_up_fails(self):
+        d = os.path.join(self.tmp, 'systemd')
+        os.makedirs(d, exist_ok=True)
+        self.write(os.path.join(d, 'devstack@n-super-cond.service.state'),
+                   'failed\n')
+        self.run_phase('stack', 'extra', expect_rc=1,
+                       NOVA_IMAGE_TRAITS_START_WAIT='0')
+        self.assertIn('devstack@n-super-cond is failed', self.output)
+
+    def test_conductor_without_the_hook_installed_fails(self):
+        # The launcher ran, but installed no hook (an unsupported nova with
+        # hook_on_unsupported_nova = run_nova_check): the unit is active and
+        # names nova-image-traits-conductor, and yet nova's check decides.
+        self.run_phase('stack', 'extra', expect_rc=1,
+                       NOVA_IMAGE_TRAITS_START_WAIT='1',
+                       STUB_HOOK_INSTALLS='False')
+        self.assertIn("did not log 'nova-image-traits rebuild hook "
+                      "installed in nova-conductor'", self.output)
+
     def test_conductor_unit_rewritten_after_the_restart(self):
         self.run_phase('stack', 'extra')
         self.unit('n-cond-cell1',
@@ -633,6 +652,47 @@ class TestPrecheckSwitch(DevstackPluginTestCase):
         # nova-api reads its own nova.conf: the options are there too.
         self.assertEqual('held_providers', value(
             read_ini(self.nova_conf), 'image_traits', 'strategy'))
+
+    def test_partial_file_is_repaired(self):
+        # The definition is there, but the legacy pipeline lost its entry.
+        self.run_phase('stack', 'post-config',
+                       NOVA_IMAGE_TRAITS_ENABLE_PRECHECK='True')
+        text = self.read(self.paste).replace(
+            'keystonecontext image_traits_precheck legacy_v2_compatible',
+            'keystonecontext legacy_v2_compatible')
+        self.write(self.paste, text)
+        self.run_phase('stack', 'post-config',
+                       NOVA_IMAGE_TRAITS_ENABLE_PRECHECK='True')
+        paste = read_ini(self.paste)
+        for pipeline in ('openstack_compute_api_v21',
+                         'openstack_compute_api_v21_legacy_v2_compatible'):
+            self.assertIn(' keystonecontext image_traits_precheck ', value(
+                paste, 'composite:' + pipeline, 'keystone'))
+        self.assertEqual(1, self.read(self.paste).count(
+            '[filter:image_traits_precheck]'))
+
+    def test_extra_checks_each_pipeline(self):
+        self.run_phase('stack', 'post-config',
+                       NOVA_IMAGE_TRAITS_ENABLE_PRECHECK='True')
+        # As a local.conf that rewrites only the legacy pipeline would.
+        self.run_bash(
+            'iniset "%s" composite:openstack_compute_api_v21_legacy'
+            '_v2_compatible keystone "cors authtoken keystonecontext '
+            'legacy_v2_compatible osapi_compute_app_v21"' % self.paste)
+        self.run_phase('stack', 'extra', expect_rc=1,
+                       NOVA_IMAGE_TRAITS_ENABLE_PRECHECK='True',
+                       NOVA_IMAGE_TRAITS_ENABLE_HOOK='False',
+                       NOVA_IMAGE_TRAITS_ENABLE_FILTER='False')
+        self.assertIn('[composite:openstack_compute_api_v21_legacy_v2_'
+                      'compatible] keystone', self.output)
+
+    def test_extra_passes_with_both_pipelines(self):
+        self.run_phase('stack', 'post-config',
+                       NOVA_IMAGE_TRAITS_ENABLE_PRECHECK='True')
+        self.run_phase('stack', 'extra',
+                       NOVA_IMAGE_TRAITS_ENABLE_PRECHECK='True',
+                       NOVA_IMAGE_TRAITS_ENABLE_HOOK='False',
+                       NOVA_IMAGE_TRAITS_ENABLE_FILTER='False')
 
     def test_extra_fails_loudly_when_the_pipeline_lost_it(self):
         self.run_phase('stack', 'extra', expect_rc=1,

@@ -98,6 +98,27 @@ class UnsuffixedHoldersTest(base.TestCase):
         query = _query(('', {'VCPU': 2}), ('1', {'VCPU': 8}))
         held = {ROOT: {'VCPU': 2}, CHILD: {'VCPU': 4}}
         self.assertEqual([], self.holders(held, query))
+        self.assertEqual(
+            'no split of the allocations between the numbered groups '
+            'leaves a provider serving the unsuffixed group (VCPU): the '
+            'allocations are not those of this flavor',
+            held_providers.no_split_detail(held, query))
+
+    def test_why_the_split_was_not_searched(self):
+        many = _query(('', {'VCPU': 1}), *[
+            (str(i), {'VCPU': 1}) for i in range(1, 8)])
+        held = {ROOT: {'VCPU': 8}}
+        self.assertEqual([], self.holders(held, many))
+        self.assertIn('not searched: 7 numbered groups ask for classes of '
+                      'the unsuffixed group, more than 6',
+                      held_providers.no_split_detail(held, many))
+        wide = _query(('', {'VCPU': 1}), *[
+            (str(i), {'VCPU': 1}) for i in range(1, 7)])
+        held = {'rp-%d' % i: {'VCPU': 7} for i in range(5)}
+        self.assertEqual([], self.holders(held, wide))
+        self.assertIn('not searched: 15625 ways to place the numbered '
+                      'groups, more than 4096',
+                      held_providers.no_split_detail(held, wide))
 
 
 def _request(query=PLAIN):
@@ -214,6 +235,8 @@ class HeldProvidersTest(base.TestCase):
         verdict, _s = self.evaluate(
             [GOLD], {CHILD: {'NET_BW_EGR_KILOBIT_PER_SEC': 10}}, {})
         self.assertEqual(decision.INCONCLUSIVE, verdict.outcome)
+        self.assertIn('no provider holds a class the unsuffixed group asks '
+                      'for (DISK_GB, MEMORY_MB, VCPU)', verdict.detail)
 
     def test_ambiguous_split_that_agrees(self):
         query = _query(('', {'VCPU': 2}), ('1', {'VCPU': 2}))

@@ -148,6 +148,23 @@ class ConductorProcessesTest(base.TestCase):
                          [(c.pid, c.hooked) for c in found])
         self.assertEqual('--config-file', found[0].argv[2])
 
+    def test_titles_rewritten_by_oslo_service(self):
+        # As a real service shows them: one string each, NUL-padded.
+        self.process(20, 'nova-image-traits-conductor: master process '
+                     '[/usr/bin/nova-image-traits-conductor --config-file '
+                     '/etc/nova/nova.conf]', '', '')
+        self.process(21, 'nova-image-traits-conductor: ServiceWrapper '
+                     'worker(0)')
+        self.process(22, 'nova-conductor: master process '
+                     '[/usr/bin/nova-conductor]')
+        self.process(23, 'nova-conductor: ServiceWrapper worker(1)')
+        # Not conductors: another program's title, a path before the colon.
+        self.process(24, 'nova-scheduler: ServiceWrapper worker(0)')
+        self.process(25, '/tmp/nova-conductor: master process [x]')
+        found = conductor.find(self.proc, uids={os.getuid()})
+        self.assertEqual([(20, True), (21, True), (22, False), (23, False)],
+                         [(c.pid, c.hooked) for c in found])
+
     def test_processes_of_other_users_are_not_trusted(self):
         self.process(10, 'nova-image-traits-conductor')
         self.assertEqual([], conductor.find(self.proc,

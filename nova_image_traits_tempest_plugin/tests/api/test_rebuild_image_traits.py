@@ -18,8 +18,15 @@ The server's owner rebuilds to each (compute client):
 
 * to the first, the rebuild succeeds (every strategy but reject,
   which accepts only traits known at boot);
-* to the second, it is refused: the server goes to ERROR, keeps its old
-  image, and its fault names the missing trait.
+* to the second, it is refused. With the nova-api pre-check
+  (``[nova_image_traits] precheck``), nova-api answers 400 and nothing
+  about the server changes; without it, the conductor refuses: the server
+  goes to ERROR, keeps its old image, and its fault names the missing
+  trait.
+
+A volume-backed server reimaged (compute API 2.93) to the second image is
+refused by the conductor, with or without the pre-check, which leaves
+volume-backed servers to it; it keeps its empty image (needs cinder).
 """
 
 import io
@@ -30,12 +37,13 @@ from tempest import config
 from tempest.lib.common.utils import data_utils
 from tempest.lib.common.utils import test_utils
 from tempest.lib import decorators
+from tempest.lib import exceptions as lib_exc
 
 CONF = config.CONF
 
 
-class RebuildWithImageTraitsTest(base.BaseV2ComputeAdminTest):
-    """Rebuild a server to images that require traits."""
+class _ImageTraitsBase(base.BaseV2ComputeAdminTest):
+    """Clients, traits and images for the tests below."""
 
     # Traits in placement need 1.6.
     placement_min_microversion = '1.6'
@@ -72,6 +80,20 @@ class RebuildWithImageTraitsTest(base.BaseV2ComputeAdminTest):
         return image['id']
 
     @classmethod
+    def _absent_trait_image(cls):
+        """An image requiring a trait placement knows and nobody has."""
+        cls.absent = cls._trait_name('LACK')
+        cls.placement.create_trait(cls.absent)
+        cls.addClassResourceCleanup(
+            test_utils.call_and_ignore_notfound_exc,
+            cls.placement.delete_trait, cls.absent)
+        cls.image_absent = cls._image(cls.absent)
+
+
+class RebuildWithImageTraitsTest(_ImageTraitsBase):
+    """Rebuild a server to images that require traits."""
+
+    @classmethod
     def resource_setup(cls):
         super().resource_setup()
         server = cls.create_test_server(wait_until='ACTIVE')
@@ -82,12 +104,10 @@ class RebuildWithImageTraitsTest(base.BaseV2ComputeAdminTest):
         cls.rp = cls.providers.list_resource_providers(
             name=node)['resource_providers'][0]['uuid']
         cls.present = cls._trait_name('HAVE')
-        cls.absent = cls._trait_name('LACK')
-        for trait in (cls.present, cls.absent):
-            cls.placement.create_trait(trait)
-            cls.addClassResourceCleanup(
-                test_utils.call_and_ignore_notfound_exc,
-                cls.placement.delete_trait, trait)
+        cls.placement.create_trait(cls.present)
+        cls.addClassResourceCleanup(
+            test_utils.call_and_ignore_notfound_exc,
+            cls.placement.delete_trait, cls.present)
         current = cls.providers.list_resource_provider_traits(cls.rp)
         cls.providers.update_resource_provider_traits(
             cls.rp, traits=current['traits'] + [cls.present],
@@ -95,7 +115,7 @@ class RebuildWithImageTraitsTest(base.BaseV2ComputeAdminTest):
                 'resource_provider_generation'])
         cls.addClassResourceCleanup(cls._remove_trait)
         cls.image_present = cls._image(cls.present)
-        cls.image_absent = cls._image(cls.absent)
+        cls._absent_trait_image()
 
     @classmethod
     def _remove_trait(cls):
@@ -126,9 +146,73 @@ class RebuildWithImageTraitsTest(base.BaseV2ComputeAdminTest):
 
     @decorators.idempotent_id('0c5f7b7e-8d1a-4f2b-b1f5-2e8f3c9a7d02')
     def test_rebuild_to_image_requiring_a_missing_trait_is_refused(self):
+        if CONF.nova_image_traits.precheck:
+            raise self.skipException('the nova-api pre-check refuses first '
+                                     '(see the test of the API refusal)')
         old_image = self._image_of()
         server = self._rebuild(self.image_absent, 'ERROR')
         self.addCleanup(self.os_admin.servers_client.reset_state,
                         self.server_id, state='active')
         self.assertEqual(old_image, server['image']['id'])
         self.assertIn(self.absent, server['fault']['message'])
+
+    @decorators.idempotent_id('3d7a9c1e-5b2f-4e8a-9f6d-1c4b7e2a8f03')
+    def test_rebuild_refused_by_the_api_leaves_the_server_untouched(self):
+        if not CONF.nova_image_traits.precheck:
+            raise self.skipException('the nova-api pre-check is not '
+                                     'deployed ([nova_image_traits] '
+                                     'precheck)')
+        before = self.servers_client.show_server(self.server_id)['server']
+        actions = self.servers_client.list_instance_actions(
+            self.server_id)['instanceActions']
+        error = self.assertRaises(lib_exc.BadRequest,
+                                  self.servers_client.rebuild_server,
+                                  self.server_id, self.image_absent)
+        self.assertIn(self.absent, str(error))
+        after = self.servers_client.show_server(self.server_id)['server']
+        self.assertEqual('ACTIVE', after['status'])
+        self.assertIsNone(after['OS-EXT-STS:task_state'])
+        self.assertEqual(before['image'], after['image'])
+        self.assertEqual(before['updated'], after['updated'])
+        # Not even an action record.
+        self.assertEqual(
+            sorted(a['request_id'] for a in actions),
+            sorted(a['request_id'] for a in
+                   self.servers_client.list_instance_actions(
+                       self.server_id)['instanceActions']))
+
+
+class VolumeBackedReimageRefusalTest(_ImageTraitsBase):
+    """A refused reimage of a volume-backed server, by the conductor."""
+
+    # Rebuilding a volume-backed server to a new image (reimage).
+    min_microversion = '2.93'
+
+    @classmethod
+    def skip_checks(cls):
+        super().skip_checks()
+        if not CONF.service_available.cinder:
+            raise cls.skipException('cinder is not available')
+
+    @classmethod
+    def resource_setup(cls):
+        super().resource_setup()
+        server = cls.create_test_server(volume_backed=True,
+                                        wait_until='ACTIVE')
+        cls.server_id = server['id']
+        cls._absent_trait_image()
+
+    @decorators.idempotent_id('8e2b4c6a-1d3f-4a5b-9c7e-0f1a2b3c4d04')
+    def test_refused_reimage_keeps_the_server_volume_backed(self):
+        self.assertEqual('', self.servers_client.show_server(
+            self.server_id)['server']['image'])
+        self.servers_client.rebuild_server(self.server_id, self.image_absent)
+        server = waiters.wait_for_server_status(
+            self.servers_client, self.server_id, 'ERROR',
+            raise_on_error=False)
+        self.addCleanup(self.os_admin.servers_client.reset_state,
+                        self.server_id, state='active')
+        self.assertIn(self.absent, server['fault']['message'])
+        # Nova's handler would have set image_ref to the volume's image;
+        # the conductor hook puts the empty one back.
+        self.assertEqual('', server['image'])

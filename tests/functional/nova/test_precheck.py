@@ -16,6 +16,8 @@ its api-paste.ini pipelines, as the install guide says; the conductor runs
 with the hook, which stays the authoritative check.
 """
 
+from oslo_utils import uuidutils
+
 from nova import context as nova_context
 from nova import objects
 from nova.tests.functional.api import client as api_client
@@ -31,7 +33,7 @@ LONG = ['CUSTOM_A_RATHER_LONG_TRAIT_NAME_%02d' % i for i in range(12)]
 HOST = 'host1'
 
 
-class APIPrecheckTest(base.ImageTraitsTestBase):
+class _PrecheckBase(base.ImageTraitsTestBase):
 
     ENABLE_API_PRECHECK = True
 
@@ -70,6 +72,9 @@ class APIPrecheckTest(base.ImageTraitsTestBase):
             self.server['id'], {'rebuild': {'imageRef': image}})
         return exc.response
 
+
+class APIPrecheckTest(_PrecheckBase):
+
     def test_refused_synchronously_and_untouched(self):
         image = self.create_image(required=ABSENT)
         resp = self._rebuild_refused(image)
@@ -80,7 +85,7 @@ class APIPrecheckTest(base.ImageTraitsTestBase):
         # Every missing trait, first, within nova's column.
         for trait in ABSENT:
             self.assertIn(trait, message)
-        self.assertLessEqual(len(message), 230)
+        self.assertLessEqual(len(message.encode('utf-8')), 200)
         self.assertNotIn(self.root, message)
         self.assertNotIn('held_providers', message)
         # Nothing about the server changed, not even an action record.
@@ -93,7 +98,7 @@ class APIPrecheckTest(base.ImageTraitsTestBase):
         message = resp.json()['badRequest']['message']
         self.assertTrue(message.startswith(LONG[0] + ', '), message)
         self.assertRegex(message, r' and \d+ more: required by the new ')
-        self.assertLessEqual(len(message), 230)
+        self.assertLessEqual(len(message.encode('utf-8')), 200)
 
     def test_user_and_admin_read_the_same_reason(self):
         image = self.create_image(required=[ABSENT[0]])
@@ -143,4 +148,107 @@ class APIPrecheckTest(base.ImageTraitsTestBase):
         self.assertEqual(409, resp.status_code)
         self.assertIn('try again later',
                       resp.json()['conflictingRequest']['message'])
+        self.assertEqual(self.before, self._read_back())
+
+
+class PrecheckLeavesNovaToAnswerTest(_PrecheckBase):
+    """A rebuild nova refuses for its own reasons gets nova's answer.
+
+    Each new image also requires a trait the host lacks: the pre-check
+    would refuse it, but nova's own refusal comes first, as it would
+    without the pre-check.
+    """
+
+    def _assert_nova_answers(self, image, code, text, body=None):
+        body = body or {'rebuild': {'imageRef': image}}
+        exc = self.assertRaises(
+            api_client.OpenStackApiException, self.api.post_server_action,
+            self.server['id'], body)
+        resp = exc.response
+        self.assertEqual(code, resp.status_code, resp.text)
+        self.assertIn(text, resp.text)
+        self.assertNotIn(ABSENT[0], resp.text)
+        self.assertEqual(self.before, self._read_back())
+        return resp
+
+    def test_numa_topology_change(self):
+        image = self.create_image(required=[ABSENT[0]], hw_numa_nodes='2')
+        self._assert_nova_answers(image, 400, 'NUMA')
+
+    def test_image_not_active(self):
+        image = self.create_image(required=[ABSENT[0]])
+        self.glance.images[image]['status'] = 'queued'
+        self._assert_nova_answers(image, 400, 'is not active')
+
+    def test_image_too_big_for_the_flavor(self):
+        image = self.create_image(required=[ABSENT[0]])
+        self.glance.images[image]['min_disk'] = 100
+        self._assert_nova_answers(image, 400, 'smaller than the minimum')
+
+    def test_body_nova_schema_refuses(self):
+        image = self.create_image(required=[ABSENT[0]])
+        self._assert_nova_answers(
+            image, 400, 'Additional properties are not allowed',
+            body={'rebuild': {'imageRef': image, 'no_such_field': 1}})
+
+    def test_missing_server(self):
+        image = self.create_image(required=[ABSENT[0]])
+        exc = self.assertRaises(
+            api_client.OpenStackApiException, self.api.post_server_action,
+            uuidutils.generate_uuid(), {'rebuild': {'imageRef': image}})
+        self.assertEqual(404, exc.response.status_code)
+
+    def test_vtpm_server(self):
+        # A server rebuilt to a vTPM image: nova refuses every later
+        # rebuild of it (reject_vtpm_instances; a 400 in nova 34).
+        traits = self.placement.get(
+            '/resource_providers/%s/traits' % self.root,
+            version='1.6').body['traits']
+        self.set_traits(self.root, traits + [
+            'COMPUTE_SECURITY_TPM_2_0', 'COMPUTE_SECURITY_TPM_CRB'])
+        vtpm = self.create_image(hw_tpm_version='2.0', hw_tpm_model='tpm-crb')
+        server = self.rebuild(self.server, vtpm)
+        self.assertEqual('ACTIVE', server['status'], server)
+        self.before = self._read_back()
+        image = self.create_image(required=[ABSENT[0]])
+        self._assert_nova_answers(
+            image, 400, "Operation 'rebuild' not supported for vTPM-enabled "
+            'instance')
+
+
+class PrecheckAnswerTest(_PrecheckBase):
+    """The pre-check's own refusals: headers, 409 only for a retry."""
+
+    def test_version_headers(self):
+        self.api.microversion = '2.79'
+        resp = self._rebuild_refused(self.create_image(required=ABSENT))
+        self.assertEqual(400, resp.status_code)
+        self.assertEqual('compute 2.79',
+                         resp.headers['OpenStack-API-Version'])
+        self.assertEqual('2.79', resp.headers['X-OpenStack-Nova-API-Version'])
+        self.assertIn('OpenStack-API-Version', resp.headers['Vary'])
+
+    def test_inconclusive_after_fallback_is_400(self):
+        self.set_image_traits_opts(strategy='in_tree_candidates',
+                                   fallback_strategy='in_tree_candidates')
+        self.set_traits(self.root, [GOLD])
+        self.fill_host(self.root)
+        resp = self._rebuild_refused(self.create_image(required=[GOLD]))
+        self.assertEqual(400, resp.status_code, resp.text)
+        message = resp.json()['badRequest']['message']
+        self.assertIn('could not be decided', message)
+        self.assertNotIn('try again', message)
+        self.assertEqual(self.before, self._read_back())
+
+    def test_wrong_placement_is_400_and_says_so(self):
+        # An endpoint that answers 404 for everything: a wrong
+        # configuration, which no retry changes.
+        wrong = base.CONF.placement.endpoint + '/no/such/service'
+        self.flags(endpoint=wrong, endpoint_override=wrong,
+                   group='placement')
+        resp = self._rebuild_refused(self.create_image(required=[GOLD]))
+        self.assertEqual(400, resp.status_code, resp.text)
+        message = resp.json()['badRequest']['message']
+        self.assertIn('ask the cloud operator', message)
+        self.assertNotIn('try again later', message)
         self.assertEqual(self.before, self._read_back())

@@ -505,6 +505,24 @@ class HookInstallTest(oslo_base.BaseTestCase):
         self.assertIn('expected parameters', str(e))
         self._assert_untouched()
 
+    def test_install_fails_when_refusal_handler_changed(self):
+        # The hook restores a refused server in this step of nova's handler.
+        name = '_set_vm_state_and_notify'
+        self.addCleanup(setattr, self.cls, name, self.cls.__dict__[name])
+        delattr(self.cls, name)
+        e = self.assertRaises(hook.HookInstallError, hook.install)
+        self.assertIn('ComputeTaskManager._set_vm_state_and_notify does not '
+                      'exist', str(e))
+        self._assert_untouched()
+
+        def _set_vm_state_and_notify(self, context, instance_uuid, method,
+                                     updates, ex):
+            pass
+        setattr(self.cls, name, _set_vm_state_and_notify)
+        e = self.assertRaises(hook.HookInstallError, hook.install)
+        self.assertIn('expected parameters', str(e))
+        self._assert_untouched()
+
     def test_install_fails_when_rebuild_no_longer_calls_check(self):
         def rebuild_instance(self, context, instance, orig_image_ref,
                              image_ref, injected_files, new_pass,
