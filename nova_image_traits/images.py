@@ -124,6 +124,22 @@ def known_traits(session, names):
     return set(body.get('traits') or ()) & set(names)
 
 
+def glance_flat(image):
+    """An SDK image as Glance's API sends it: attributes and properties.
+
+    openstacksdk moves the properties it knows (``hw_disk_bus``,
+    ``os_secure_boot``...) out of ``properties`` into attributes; nova
+    reads them all, and the image's ``disk_format`` too.
+    """
+    flat = {}
+    if hasattr(image, 'to_dict'):
+        flat = {k: v for k, v in image.to_dict(
+            computed=False, headers=False, original_names=True).items()
+            if v is not None and k != 'properties'}
+    flat.update(image.properties or {})
+    return flat
+
+
 class LookupFailed(Exception):
     """Something the command needs could not be read from the cloud."""
 
@@ -184,7 +200,7 @@ class ImageSource:
                     name_or_id, type(e).__name__, e))
         if image is None:
             raise ImageNotFound('No image with name or ID %s' % name_or_id)
-        return image.id, dict(image.properties or {})
+        return image.id, glance_flat(image)
 
     def _get(self, url, name_or_id, missing_ok=False):
         """GET ``url`` from nova's image API; an error means it is down.
