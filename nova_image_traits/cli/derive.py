@@ -225,14 +225,19 @@ def requirements_cell(decision):
     reads ``!NAME``, one the compute node itself must have ``root:NAME``,
     a resource ``RC:N``. A ``trait:`` property reads as its trait name.
     """
+    return requirements_text(decision.requirements, decision.resources)
+
+
+def requirements_text(requirements, resources=()):
+    """:func:`requirements_cell` of requirements and resource needs."""
     cells = []
-    for r in decision.requirements:
+    for r in requirements:
         name = '%s%s%s' % (
             '!' if r.forbidden else '',
             'root:' if r.scope == nit_requirements.ROOT else '', r.trait)
         cells.append('%s -> %s' % (_cause(r), name) if r.derived else name)
     cells += ['%s -> %s:%d' % (_cause(n), n.resource_class, n.amount)
-              for n in decision.resources]
+              for n in resources]
     return '; '.join(cells) or '-'
 
 

@@ -168,3 +168,65 @@ class AuditDerivedTest(cli_base.CLITestBase):
         self.assertEqual({'unknown'}, {r['Derived'] for r in rows})
         self.assertIn('audit: nova is not importable here', err)
         self.assertIn('0 refused only with derived requirements', err)
+
+
+class AuditImagesDerivedTest(cli_base.CLITestBase):
+
+    def setUp(self):
+        super().setUp()
+        self.set_traits(self.root1, ['HW_CPU_X86_AVX2'] + TPM_TRAITS)
+        self.vtpm = self.create_image(name='vtpm', **VTPM)
+        self.avx2_vtpm = self.create_image(
+            required=['HW_CPU_X86_AVX2'], name='avx2-vtpm', **VTPM)
+        self.no_smt = self.create_image(name='no-smt',
+                                        hw_cpu_thread_policy='isolate')
+        self.set_traits(self.root2, ['HW_CPU_X86_AVX2',
+                                     'HW_CPU_HYPERTHREADING'])
+
+    def test_images_nova_derives_requirements_from_are_listed(self):
+        rc, rows, err = self.cli_json('audit', 'images', 'vtpm', 'avx2-vtpm',
+                                      'no-smt')
+
+        self.assertEqual(0, rc, err)
+        by = {r['Name']: r for r in rows}
+        # Every node has AVX2; only host1 has vTPM.
+        self.assertEqual((2, 1, 'yes'), (
+            by['avx2-vtpm']['Hosts'], by['avx2-vtpm']['Derived Hosts'],
+            by['avx2-vtpm']['Bootable']))
+        self.assertIn('hw_tpm_version=2.0 -> COMPUTE_SECURITY_TPM_2_0',
+                      by['vtpm']['Derived'])
+        self.assertEqual(1, by['vtpm']['Derived Hosts'])
+        # host2 has hyperthreading, which the image forbids.
+        self.assertEqual('hw_cpu_thread_policy=isolate -> '
+                         '!HW_CPU_HYPERTHREADING', by['no-smt']['Derived'])
+        self.assertEqual(1, by['no-smt']['Derived Hosts'])
+
+    def test_refused_only_with_derived_requirements(self):
+        self.set_traits(self.root1, ['HW_CPU_X86_AVX2'])
+
+        rc, rows, err = self.cli_json('audit', 'images', 'avx2-vtpm')
+
+        self.assertEqual(1, rc, err)
+        row, = rows
+        self.assertEqual((2, 0, 'no'), (row['Hosts'], row['Derived Hosts'],
+                                        row['Bootable']))
+        self.assertIn('1 images, 1 not bootable, 1 of them only because of '
+                      'derived requirements', err)
+
+    def test_default_lists_images_with_derived_requirements(self):
+        rc, rows, err = self.cli_json('audit', 'images')
+
+        names = {r['Name'] for r in rows}
+        self.assertLessEqual({'vtpm', 'avx2-vtpm', 'no-smt'}, names)
+        # nova's own fake image without properties asks for nothing.
+        self.assertNotIn(self.glance.image1['id'], {r['ID'] for r in rows})
+
+    def test_without_nova(self):
+        with _without_nova():
+            rc, rows, err = self.cli_json('audit', 'images', 'vtpm',
+                                          'avx2-vtpm')
+
+        self.assertEqual(0, rc, err)
+        self.assertEqual({'unknown'}, {r['Derived'] for r in rows})
+        self.assertEqual({'-'}, {r['Derived Hosts'] for r in rows})
+        self.assertIn('audit images: nova is not importable here', err)
