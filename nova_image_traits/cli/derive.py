@@ -98,6 +98,7 @@ class Deriver:
 
     def __init__(self, conf):
         self.conf = conf
+        self._cache = {}
         try:
             self._nova = _boot_requirements()
             import nova.conf
@@ -154,13 +155,33 @@ class Deriver:
         """
         if not self.available:
             return request
-        for name, value in self.scheduler(scheduler).items():
+        values = self.scheduler(scheduler)
+        # NOTE(founders): what nova derives depends on the images, the
+        # flavor and the options, not on the server: an audit derives once
+        # per image and flavor, not once per server.
+        key = repr((sorted(values.items()),
+                    sorted((request.image_properties or {}).items()),
+                    None if request.original_image_properties is None
+                    else sorted(request.original_image_properties.items()),
+                    request.flavor, bool(request.is_volume_backed)))
+        if key not in self._cache:
+            self._cache[key] = self._derive(request, values)
+        found = self._cache[key]
+        if found is None:
+            return request
+        resources, derived, original = found
+        return dataclasses.replace(request, resources=resources,
+                                   derived=derived, original_derived=original)
+
+    def _derive(self, request, values):
+        """``(query, derived, original derived)``, or None."""
+        for name, value in values.items():
             self._nova_conf.set_override(name, value, group='scheduler')
         spec = self._spec(request)
         meta = self._image_meta(request.image_properties,
                                 request.instance_uuid)
         if spec is None or meta is None:
-            return request
+            return None
         boot = self._nova.derive(None, spec, meta,
                                  request.is_volume_backed)
         original = None
@@ -170,9 +191,7 @@ class Deriver:
             if current is not None:
                 original = self._nova.original(None, spec, current,
                                                request.is_volume_backed)
-        return dataclasses.replace(
-            request, resources=boot.query, derived=boot.derived,
-            original_derived=original)
+        return boot.query, boot.derived, original
 
     def image_request(self, properties, flavor, scheduler=None):
         """The request of a boot of an image alone, with ``flavor``.

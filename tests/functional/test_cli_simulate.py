@@ -19,6 +19,8 @@ every strategy. Nothing is mocked.
 import io
 import json
 import os
+import subprocess
+import sys
 import tempfile
 import textwrap
 from unittest import mock
@@ -329,6 +331,23 @@ class SimulateTest(testtools.TestCase):
         # Judged on its trait: properties alone, of which it has none.
         self.assertEqual('accept', rows['vtpm-no-tpm']['Outcome'])
         self.assertEqual('accept', rows['root-trait']['Outcome'])
+
+    def test_where_nova_is_not_installed(self):
+        # A real ImportError, in a process where "import nova" fails.
+        code = ('import sys; sys.modules["nova"] = None; '
+                'from nova_image_traits.cmd import cli; '
+                'sys.exit(cli.main(sys.argv[1:]))')
+        proc = subprocess.run(
+            [sys.executable, '-c', code, 'simulate', '--matrix', '-f',
+             'json', '--case', 'vtpm-no-tpm', '--case', 'root-trait'],
+            capture_output=True, text=True, timeout=300)
+        self.assertEqual(0, proc.returncode, proc.stderr)
+        self.assertIn('simulate: nova is not importable here', proc.stderr)
+        self.assertIn('was not judged', proc.stderr)
+        rows = {r['Case']: r for r in json.loads(proc.stdout)}
+        self.assertEqual('accept', rows['vtpm-no-tpm']['held_providers'])
+        self.assertEqual(SAMPLE_MATRIX['root-trait'], tuple(
+            rows['root-trait'][s].split(' ')[0] for s in STRATEGIES))
 
     def test_unknown_case_is_a_usage_error(self):
         rc, out, err = run('simulate', '--case', 'no-such-case')
