@@ -34,6 +34,7 @@ import warnings
 
 from oslo_log import log as logging
 
+from nova_image_traits import cli
 from nova_image_traits import request as nit_request
 from nova_image_traits import requirements as nit_requirements
 from nova_image_traits import traits as nit_traits
@@ -119,6 +120,11 @@ class Deriver:
         for opt in opts:
             if 'scheduler' not in conf or opt.dest not in conf.scheduler:
                 conf.register_opt(opt, group='scheduler')
+        try:
+            # Values are checked when read: read them now.
+            self.scheduler()
+        except ValueError as e:
+            raise cli.UsageError(cli.plain_error(e))
 
     @property
     def available(self):

@@ -23,6 +23,7 @@ import re
 import jsonschema
 import os_resource_classes
 
+from nova_image_traits.cli import derive
 from nova_image_traits.simulate import loader
 from nova_image_traits import traits as nit_traits
 
@@ -129,8 +130,7 @@ IMAGE = _record(
                     'judged where nova is importable.'))
 
 #: nova's ``[scheduler]`` options its image request filters read.
-SCHEDULER_OPTIONS = ('image_metadata_prefilter',
-                     'query_placement_for_image_type_support')
+SCHEDULER_OPTIONS = derive.SCHEDULER_OPTS
 
 SERVER = _record(
     'server', ['name', 'host', 'flavor', 'image'],

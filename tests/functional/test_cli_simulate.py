@@ -315,6 +315,16 @@ class SimulateTest(testtools.TestCase):
         self.assertEqual('nowhere', row['Traits At'])
         self.assertEqual('reject', row['held_providers'])
 
+    def test_bad_scheduler_option_is_one_line(self):
+        conf = self.write('[scheduler]\nimage_metadata_prefilter = maybe\n')
+        rc, out, err = run('simulate', '--case', 'root-trait',
+                           '--config-file', conf)
+        self.assertEqual(2, rc)
+        self.assertEqual(
+            "nova-image-traits: error: Value for option "
+            "image_metadata_prefilter in %s is not valid: Unexpected "
+            "boolean value 'maybe'\n" % conf, err)
+
     def test_without_nova_says_derived_requirements_were_not_judged(self):
         def blocked():
             raise ImportError("No module named 'nova'", name='nova')
