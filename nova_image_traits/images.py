@@ -33,11 +33,15 @@ SOURCES = ('auto', 'image', 'compute')
 #: Microversion of ``GET /traits``.
 TRAITS_VERSION = '1.6'
 
-Image = collections.namedtuple('Image', ['id', 'name', 'status', 'traits'])
+Image = collections.namedtuple('Image', ['id', 'name', 'status', 'traits',
+                                         'properties'],
+                               defaults=(None,))
 Image.__doc__ = """An image as the checks see it.
 
 :ivar traits: the :class:`~nova_image_traits.traits.ImageTraits` its
     ``trait:`` properties ask for
+:ivar properties: the image as Glance sends it (:func:`glance_flat`), or
+    its properties alone from nova's image API
 """
 
 
@@ -54,7 +58,8 @@ def source_of(conn, source='auto'):
 
 def _image(image_id, name, status, properties):
     return Image(id=image_id, name=name, status=status,
-                 traits=nit_traits.image_traits(properties or {}))
+                 traits=nit_traits.image_traits(properties or {}),
+                 properties=dict(properties or {}))
 
 
 def list_images(conn, source='auto'):
@@ -67,7 +72,7 @@ def list_images(conn, source='auto'):
     source = source_of(conn, source)
     try:
         if source == 'image':
-            return [_image(i.id, i.name, i.status, i.properties)
+            return [_image(i.id, i.name, i.status, glance_flat(i))
                     for i in conn.image.images()]
         return _from_compute(conn)
     except ImagesUnavailable:
@@ -97,15 +102,19 @@ def _from_compute(conn):
         query['marker'] = page[-1]['id']
 
 
-def with_traits(images, wanted=()):
+def with_traits(images, wanted=(), asks=None):
     """Keep the images with ``trait:`` properties, or those ``wanted``.
 
     :param wanted: image names or IDs; none means every image with traits
+    :param asks: ``image -> bool``, whether an image without ``trait:``
+        properties asks for something else (what nova derives) and is
+        kept too
     """
     if wanted:
         wanted = set(wanted)
         return [i for i in images if i.id in wanted or i.name in wanted]
-    return [i for i in images if i.traits.required or i.traits.invalid]
+    return [i for i in images if i.traits.required or i.traits.invalid or
+            (asks is not None and asks(i))]
 
 
 def known_traits(session, names):
@@ -122,6 +131,22 @@ def known_traits(session, names):
     body = session.get('/traits', [('name', 'in:' + ','.join(names))],
                        version=TRAITS_VERSION)
     return set(body.get('traits') or ()) & set(names)
+
+
+def glance_flat(image):
+    """An SDK image as Glance's API sends it: attributes and properties.
+
+    openstacksdk moves the properties it knows (``hw_disk_bus``,
+    ``os_secure_boot``...) out of ``properties`` into attributes; nova
+    reads them all, and the image's ``disk_format`` too.
+    """
+    flat = {}
+    if hasattr(image, 'to_dict'):
+        flat = {k: v for k, v in image.to_dict(
+            computed=False, headers=False, original_names=True).items()
+            if v is not None and k != 'properties'}
+    flat.update(image.properties or {})
+    return flat
 
 
 class LookupFailed(Exception):
@@ -184,7 +209,7 @@ class ImageSource:
                     name_or_id, type(e).__name__, e))
         if image is None:
             raise ImageNotFound('No image with name or ID %s' % name_or_id)
-        return image.id, dict(image.properties or {})
+        return image.id, glance_flat(image)
 
     def _get(self, url, name_or_id, missing_ok=False):
         """GET ``url`` from nova's image API; an error means it is down.

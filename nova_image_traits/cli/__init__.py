@@ -98,7 +98,8 @@ def add_strategy_options(parser, default):
              'Default: [image_traits] fallback_strategy (root_traits).')
 
 
-def _plain(error):
+def plain_error(error):
+    """A configuration error in one line, naming the file at fault."""
     # NOTE(founders): oslo.config names the source of a bad value as "from
     # LocationInfo(location=..., detail='/etc/nova/nova.conf')".
     return re.sub(r"from LocationInfo\(.*?detail='([^']*)'\)", r'in \1',
@@ -129,7 +130,7 @@ def load_conf(config_files=(), config_dirs=(), search=False):
             getattr(conf.image_traits, opt.dest)
     except (cfg.ConfigFilesNotFoundError, cfg.ConfigFileParseError,
             cfg.ConfigDirNotFoundError, ValueError) as e:
-        raise UsageError(_plain(e))
+        raise UsageError(plain_error(e))
     conf.nit_sources = files + dirs
     return conf
 

@@ -46,6 +46,10 @@ from nova_image_traits import exception
 LOG = logging.getLogger(__name__)
 
 SKIPPED = 'skipped'
+#: The Derived cell of a rebuild refused only by the derived requirements.
+NEW_REFUSAL = 'new refusal'
+#: The causes of refusals that only derived requirements make.
+DERIVED_CAUSES = frozenset(['resources-not-held', 'refused-by-request-filter'])
 
 
 @dataclasses.dataclass
@@ -58,6 +62,7 @@ class Stats:
     decisions: int = 0
     shared: int = 0
     requests: int = 0
+    derived_only: int = 0
 
 
 def _flavor_key(flavor):
@@ -71,12 +76,18 @@ class Audit(cli.CommandMixin, lister.Lister):
 
     For each server of every project (on HOST only with --host), runs
     the strategy as if the server were rebuilt with its current image.
-    Needs an administrator. Exits with 1 when any server fails or cannot
-    be checked, 2 on bad input. Progress goes to stderr.
+    Derived says what the requirements nova derives from the image's
+    other properties (vTPM, secure boot, bus and model prefilters...)
+    change: "new refusal" when only they refuse the rebuild, "met" or
+    "unmet" when they are judged, "-" when the image asks none, "off"
+    ([image_traits] judge_derived_requirements) or "unknown" where nova
+    is not importable. Needs an administrator. Exits with 1 when any
+    server fails or cannot be checked, 2 on bad input. Progress goes to
+    stderr.
     """
 
     COLUMNS = ('Server', 'Name', 'Host', 'Image', 'Strategy', 'Outcome',
-               'Missing', 'Reason')
+               'Missing', 'Derived', 'Reason')
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
@@ -114,9 +125,11 @@ class Audit(cli.CommandMixin, lister.Lister):
         s.requests = cloud.client.sent
         self.app.stderr.write(
             'audit: %d servers on %d nodes: %d failed, %d skipped; %d '
-            'decisions made, %d shared; %d placement requests in %.1f s\n'
-            % (s.servers, s.nodes, s.failed, s.skipped, s.decisions,
-               s.shared, s.requests, time.monotonic() - started))
+            'refused only with derived requirements; %d decisions made, '
+            '%d shared; %d placement requests in %.1f s\n'
+            % (s.servers, s.nodes, s.failed, s.skipped, s.derived_only,
+               s.decisions, s.shared, s.requests,
+               time.monotonic() - started))
         self.exit_status = 1 if s.failed else 0
         return self.COLUMNS, rows
 
@@ -155,7 +168,7 @@ class Audit(cli.CommandMixin, lister.Lister):
             except nit_cloud.ImageNotFound:
                 return self._skip(server, 'its image %s was deleted: '
                                   'nothing to compare with' % current)
-            request = cloud.request(server, props, props)
+            request = cloud.request(server, props, props, lookup=True)
         except nit_cloud.ServiceUnavailable:
             # NOTE(founders): every further server would fail the same way.
             raise
@@ -166,7 +179,7 @@ class Audit(cli.CommandMixin, lister.Lister):
                         {'s': server.id, 'e': e})
             self.stats.failed += 1
             return self._rows(server, nit_decision.ERROR, str(e))
-        rows, failed = [], False
+        rows, failed, derived_only = [], False, False
         for name in self.names:
             # What the servers of the node alike share, or this one's own.
             if cli.can_share(name, conf):
@@ -174,19 +187,57 @@ class Audit(cli.CommandMixin, lister.Lister):
                        _flavor_key(request.flavor))
             else:
                 key = (name, server.id)
-            if key in shared:
-                self.stats.shared += 1
-            else:
-                shared[key] = cli.decide(request, conf, cloud.client, name)
-                self.stats.decisions += 1
-            decision = shared[key]
+            decision = self._decide(shared, key, request, name)
+            derived = decision.derived
+            if derived == 'judged':
+                derived = self._derived(shared, key, request, name, decision)
+            derived_only = derived_only or derived == NEW_REFUSAL
             failed = failed or not decision.allowed
             rows.append((server.id, server.name, server.compute_host,
                          image_id, name, decision.outcome,
-                         cli.join(decision.missing),
+                         cli.join(decision.missing), derived,
                          cli.short_reason(decision)))
         self.stats.failed += 1 if failed else 0
+        self.stats.derived_only += 1 if derived_only else 0
         return rows
+
+    def _decide(self, shared, key, request, name, judge_derived=True):
+        """The decision of ``key``, made once per node."""
+        key += (judge_derived,)
+        if key in shared:
+            self.stats.shared += 1
+            return shared[key]
+        conf = self.conf
+        if judge_derived:
+            shared[key] = cli.decide(request, conf, self.cloud.client, name)
+        else:
+            conf.set_override('judge_derived_requirements', False,
+                              'image_traits')
+            try:
+                shared[key] = cli.decide(request, conf, self.cloud.client,
+                                         name)
+            finally:
+                conf.clear_override('judge_derived_requirements',
+                                    'image_traits')
+        self.stats.decisions += 1
+        return shared[key]
+
+    def _derived(self, shared, key, request, name, decision):
+        """What judging the derived requirements changes, for the column.
+
+        A refusal is judged again without them, to tell the new ones.
+        """
+        if not request.derived:
+            return '-'
+        if decision.allowed:
+            return 'met'
+        without = self._decide(shared, key, request, name,
+                               judge_derived=False)
+        if without.allowed:
+            return NEW_REFUSAL
+        unmet = decision.cause in DERIVED_CAUSES or any(
+            r.derived for r in decision.unmet)
+        return 'unmet' if unmet else 'met'
 
     def _index(self, node):
         """Read the allocations of a node's providers, for every server."""
@@ -207,7 +258,7 @@ class Audit(cli.CommandMixin, lister.Lister):
         """The rows of a server no strategy judged."""
         return [(server.id, server.name, server.compute_host or '-',
                  nit_cloud.image_id(server) or '-', name, outcome,
-                 '-', why) for name in self.names]
+                 '-', '-', why) for name in self.names]
 
     def _progress(self, every, total):
         done = self.stats.servers

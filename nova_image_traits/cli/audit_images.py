@@ -15,8 +15,10 @@ Cost. The images are listed once (paginated) and nova's compute nodes
 once (``GET /os-hypervisors``, paginated). Placement then gets one
 ``GET /traits?name=in:...`` for the traits of every image together, and
 one ``GET /resource_providers?required=...`` per image whose traits are
-all valid and known. The number of placement requests grows with the
-images, not with hosts times images.
+all valid and known, and one more for an image from which nova derives
+traits too. The number of placement requests grows with the images, not
+with hosts times images. What nova derives is computed in this process,
+with nova's code (:mod:`nova_image_traits.cli.derive`).
 """
 
 from cliff import lister
@@ -24,7 +26,9 @@ from oslo_log import log as logging
 
 from nova_image_traits import cli
 from nova_image_traits.cli import cloud as nit_cloud
+from nova_image_traits.cli import derive
 from nova_image_traits import exception
+from nova_image_traits import flavor as nit_flavor
 from nova_image_traits import images as nit_images
 from nova_image_traits import placement
 
@@ -32,6 +36,12 @@ LOG = logging.getLogger(__name__)
 
 #: Microversion of ``GET /resource_providers?required=`` with roots shown.
 PROVIDERS_VERSION = '1.18'
+#: ... and with forbidden traits (``required=!NAME``).
+FORBIDDEN_VERSION = '1.22'
+#: The flavor an image is judged with: what the image adds to a boot of
+#: the smallest flavor, with no extra specs.
+FLAVOR = nit_flavor.Flavor(vcpus=1, memory_mb=512, root_gb=1,
+                           name='audit-images')
 #: Seconds the whole audit may wait for placement.
 TIMEOUT = 300.0
 #: The exit code when some image no host can boot.
@@ -50,12 +60,18 @@ class AuditImages(cli.CommandMixin, lister.Lister):
     MEMORY_MB, DISK_GB) come from the root. Traits on child providers
     (GPUs, NICs, NUMA cells) and on sharing providers are not counted, nor
     are free capacity, disabled services or host aggregates. Bootable is
-    "no" when no compute node qualifies. Exits with 1 when any listed image
-    is not bootable, 2 on bad input or when the cloud cannot be read.
+    "no" when no compute node qualifies. Where nova is importable, the
+    images from which nova derives requirements (vTPM, secure boot, bus
+    and model prefilters...) are listed too: Derived names them and their
+    properties, and Derived Hosts counts the compute nodes that also meet
+    the derived traits on their own provider (resources such as
+    MEM_ENCRYPTION_CONTEXT are listed, not counted); Bootable then follows
+    Derived Hosts. Exits with 1 when any listed image is not bootable, 2
+    on bad input or when the cloud cannot be read.
     """
 
     COLUMNS = ('ID', 'Name', 'Status', 'Required', 'Invalid', 'Unknown',
-               'Hosts', 'Bootable')
+               'Hosts', 'Derived', 'Derived Hosts', 'Bootable')
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
@@ -69,12 +85,28 @@ class AuditImages(cli.CommandMixin, lister.Lister):
 
     def take_action(self, parsed_args):
         conf = cli.load_conf(parsed_args.config_file)
+        deriver = derive.Deriver(conf)
+        nit_cloud.note_derived('audit images', self.app, deriver)
+        judge = (deriver.available and
+                 conf.image_traits.judge_derived_requirements)
         conn = nit_cloud.connect(self.app, parsed_args)
         try:
             found = nit_images.list_images(conn, parsed_args.image_source)
         except nit_images.ImagesUnavailable as e:
             raise cli.UsageError(str(e))
-        chosen = nit_images.with_traits(found, parsed_args.image)
+        derived = {}
+
+        def asks(image):
+            if image.id not in derived:
+                derived[image.id] = deriver.image_request(
+                    image.properties, FLAVOR).derived
+            return bool(derived[image.id])
+
+        chosen = nit_images.with_traits(found, parsed_args.image,
+                                        asks if judge else None)
+        if judge:
+            for image in chosen:
+                asks(image)
         missing = set(parsed_args.image) - {i.id for i in chosen} - {
             i.name for i in chosen}
         if missing:
@@ -89,23 +121,37 @@ class AuditImages(cli.CommandMixin, lister.Lister):
                                  ': %s: %s' % (type(e).__name__, e))
         client = placement.PlacementClient(conn.placement)
         session = client.start(TIMEOUT, conf.image_traits.max_url_length)
-        wanted = set().union(*(i.traits.required for i in chosen))
+        wanted = set().union(*(i.traits.required for i in chosen)) | {
+            r.trait for d in derived.values() if d for r in d.traits}
+        # What each image's Derived cell says when it is not judged.
+        state = ('unknown' if not deriver.available else
+                 None if judge else 'off')
         try:
             known = nit_images.known_traits(session, wanted)
-            rows = [self._row(session, image, known, nodes)
+            rows = [self._row(session, image, known, nodes,
+                              derived.get(image.id), state)
                     for image in chosen]
         except exception.PlacementError as e:
             raise cli.UsageError('placement: %s' % e.message)
-        unbootable = len([row for row in rows if row[-1] == 'no'])
+        unbootable = [row for row in rows if row[-1] == 'no']
+        only = [row for row in unbootable if row[6]]
         self.app.stderr.write(
-            'audit images: %d images, %d not bootable; %d compute nodes; '
-            '%d placement requests\n' % (len(rows), unbootable, len(nodes),
-                                         session.requests))
+            'audit images: %d images, %d not bootable, %d of them only '
+            'because of derived requirements; %d compute nodes; %d '
+            'placement requests\n' % (len(rows), len(unbootable),
+                                      len(only), len(nodes),
+                                      session.requests))
         self.exit_status = NO_HOST if unbootable else 0
         return self.COLUMNS, rows
 
     @classmethod
-    def _row(cls, session, image, known, nodes):
+    def _row(cls, session, image, known, nodes, derived, state):
+        """An image's row.
+
+        :param derived: the image's derived requirements, or None
+        :param state: the Derived cell when they are not judged (off,
+            unknown), else None
+        """
         required = image.traits.required
         unknown = required - known
         invalid = [prop for prop, _why in image.traits.invalid]
@@ -114,16 +160,39 @@ class AuditImages(cli.CommandMixin, lister.Lister):
         elif not required:
             hosts = len(nodes)
         else:
-            hosts = cls._count_roots(session, required, nodes)
+            hosts = cls._count_roots(session, required, (), nodes)
+        if state or derived is None:
+            cell, with_derived = state or 'unknown', '-'
+        elif not derived:
+            cell, with_derived = '-', hosts
+        else:
+            cell = derive.requirements_text(derived.traits,
+                                            derived.resources)
+            needed = {r.trait for r in derived.traits if not r.forbidden}
+            forbidden = {r.trait for r in derived.traits
+                         if r.forbidden} & known
+            if derived.refusal:
+                cell = 'refused: %s' % derived.refusal
+            if derived.refusal or not hosts or (needed - known):
+                with_derived = 0
+            elif not needed and not forbidden:
+                # Resources alone, which are not counted.
+                with_derived = hosts
+            else:
+                with_derived = cls._count_roots(
+                    session, required | needed, forbidden, nodes)
+        bootable = with_derived if with_derived != '-' else hosts
         return (image.id, image.name or '-', image.status or '-',
                 cli.join(required), cli.join(invalid), cli.join(unknown),
-                hosts, 'yes' if hosts else 'no')
+                hosts, cell, with_derived, 'yes' if bootable else 'no')
 
     @staticmethod
-    def _count_roots(session, required, nodes):
+    def _count_roots(session, required, forbidden, nodes):
+        names = sorted(required) + ['!' + n for n in sorted(forbidden)]
         body = session.get('/resource_providers',
-                           [('required', ','.join(sorted(required)))],
-                           version=PROVIDERS_VERSION)
+                           [('required', ','.join(names))],
+                           version=FORBIDDEN_VERSION if forbidden
+                           else PROVIDERS_VERSION)
         found = placement.require(body.get('resource_providers'), list,
                                   '/resource_providers', 'resource_providers')
         return len({rp.get('uuid') for rp in found

@@ -22,8 +22,8 @@ from oslo_log import log as logging
 
 from nova_image_traits import cli
 from nova_image_traits.cli import cloud as nit_cloud
+from nova_image_traits.cli import derive
 from nova_image_traits import decision as nit_decision
-from nova_image_traits import traits as nit_traits
 
 LOG = logging.getLogger(__name__)
 
@@ -43,11 +43,16 @@ class Check(cli.CommandMixin, lister.Lister):
     server's current image is not checked, as nova checks nothing then.
     Exit codes: 0 every strategy shown accepts (or the image is the
     current one), 3 at least one refuses, 1 the cloud could not be read
-    or a decision ended in an error, 2 bad input.
+    or a decision ended in an error, 2 bad input. Requirements lists
+    what the new image asks and why ("hw_tpm_version=2.0 ->
+    COMPUTE_SECURITY_TPM_2_0"); Derived says whether what nova derives
+    from image properties was judged (judged, off, or unknown where nova
+    is not importable).
     """
 
     COLUMNS = ('Strategy', 'Outcome', 'Allowed', 'Fallback', 'Required',
-               'Missing', 'Requests', 'Cause', 'Detail', 'Reason')
+               'Requirements', 'Derived', 'Missing', 'Requests', 'Cause',
+               'Detail', 'Reason')
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
@@ -74,8 +79,8 @@ class Check(cli.CommandMixin, lister.Lister):
             reason = ('not checked: same image (a rebuild with the '
                       "server's current image is not checked by nova)")
             return self.COLUMNS, [
-                (name, NOT_CHECKED, True, '-', '-', '-', 0, 'same-image',
-                 '-', reason) for name in names]
+                (name, NOT_CHECKED, True, '-', '-', '-', '-', '-', 0,
+                 'same-image', '-', reason) for name in names]
         original = None
         if current:
             try:
@@ -84,10 +89,7 @@ class Check(cli.CommandMixin, lister.Lister):
                 # The reject strategy then judges by the flavor alone.
                 LOG.warning('Cannot read the current image of server '
                             '%(s)s: %(e)s', {'s': server.id, 'e': e})
-        wanted = nit_traits.image_traits(props)
-        request = cloud.request(server, props, original,
-                                lookup=bool(wanted.required and
-                                            not wanted.invalid))
+        request = cloud.request(server, props, original)
         LOG.info('Checking a rebuild of server %(s)s on %(h)s (node %(n)s, '
                  'provider %(rp)s) with image %(i)s',
                  {'s': server.id, 'h': server.compute_host,
@@ -102,6 +104,7 @@ class Check(cli.CommandMixin, lister.Lister):
             self.exit_status = EXIT_REFUSE
         return self.COLUMNS, [
             (d.strategy, d.outcome, d.allowed, d.fallback or '-',
-             cli.join(d.required), cli.join(d.missing), d.requests,
+             cli.join(d.required), derive.requirements_cell(d), d.derived,
+             cli.join(d.missing), d.requests,
              d.cause or '-', d.detail or '-', d.user_reason())
             for d in decided]

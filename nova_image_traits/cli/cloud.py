@@ -17,19 +17,25 @@ with its extra specs), compute node resource providers
 (``GET /resource_providers?name=<hypervisor hostname>``) and image
 properties. Nothing is changed.
 
-Image properties are read by :class:`~nova_image_traits.images.ImageSource`.
+Image properties are read by :class:`~nova_image_traits.images.ImageSource`;
+what nova derives from them is added by
+:class:`~nova_image_traits.cli.derive.Deriver` where nova is importable.
 
 The placement client is built on first use, so that a decision that needs
 no placement works while placement is down, and an outage is reported in
 one line naming the service, its URL and the error.
 """
 
+import dataclasses
+
 from nova_image_traits import cli
+from nova_image_traits.cli import derive
 from nova_image_traits import exception
 from nova_image_traits import flavor as nit_flavor
 from nova_image_traits import images as nit_images
 from nova_image_traits import placement
 from nova_image_traits import request as nit_request
+from nova_image_traits import traits as nit_traits
 
 LookupFailed = nit_images.LookupFailed
 ImageNotFound = nit_images.ImageNotFound
@@ -94,7 +100,15 @@ def open_cloud(command, app, parsed_args):
     names = cli.selected_strategies(parsed_args, conf)
     app.stderr.write('%s: %s\n' % (command, cli.describe_conf(conf)))
     cloud = Cloud(connect(app, parsed_args), conf, parsed_args.image_source)
+    note_derived(command, app, cloud.deriver)
     return conf, names, cloud
+
+
+def note_derived(command, app, deriver):
+    """Say on stderr, in one line, when nova's derivations are not judged."""
+    note = deriver.note()
+    if note:
+        app.stderr.write('%s: %s\n' % (command, note))
 
 
 class LazyClient:
@@ -131,6 +145,8 @@ class Cloud:
         self.client = LazyClient(self._placement_client)
         self._conf = conf
         self.images = nit_images.ImageSource(conn, source)
+        #: What nova derives from images, when nova is importable.
+        self.deriver = derive.Deriver(conf)
         self._nodes = {}
 
     def _placement_client(self):
@@ -226,17 +242,28 @@ class Cloud:
                                '%s' % node)
         return str(found[0].get('uuid'))
 
-    def request(self, server, image_props, original_props, lookup=True):
+    def request(self, server, image_props, original_props, lookup=None):
         """The :class:`RebuildRequest` of an SDK server and an image.
 
-        :param lookup: whether to look up the node's provider; a request
-            for an image that requires no valid trait needs none
+        With what nova derives from the new image when nova is importable
+        (:class:`~nova_image_traits.cli.derive.Deriver`).
+
+        :param lookup: whether to look up the node's provider; by default
+            only when the image asks for something placement can judge:
+            valid ``trait:`` properties, or derived requirements
         """
-        return nit_request.RebuildRequest(
-            instance_uuid=server.id,
-            compute_node_uuid=self.node_provider(server.hypervisor_hostname)
-            if lookup else None,
+        request = self.deriver.request(nit_request.RebuildRequest(
+            instance_uuid=server.id, compute_node_uuid=None,
             image_properties=image_props, flavor=self.flavor(server),
             original_image_properties=original_props,
             is_volume_backed=image_id(server) is None,
-            host=server.compute_host)
+            host=server.compute_host))
+        if lookup is None:
+            wanted = nit_traits.image_traits(image_props)
+            lookup = not wanted.invalid and bool(
+                wanted.required or request.derived)
+        if not lookup:
+            return request
+        return dataclasses.replace(
+            request, compute_node_uuid=self.node_provider(
+                server.hypervisor_hostname))

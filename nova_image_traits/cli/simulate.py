@@ -24,6 +24,7 @@ from cliff import lister
 from stevedore import extension
 
 from nova_image_traits import cli
+from nova_image_traits.cli import derive
 
 
 def _simulator(name):
@@ -49,11 +50,14 @@ class Simulate(cli.CommandMixin, lister.Lister):
     per rebuild case, one short cell per strategy. --long, or any machine
     format (-f json, yaml, csv, value), gives one row per case and
     strategy with the reasons instead; -f dot draws each case's provider
-    tree.
+    tree. What nova derives from image properties (vTPM, secure boot, bus
+    and model prefilters...) is judged where nova is importable; elsewhere
+    one line on stderr says it was not.
     """
 
     COLUMNS = ('Case', 'Host', 'Image', 'Traits At', 'Strategy', 'Outcome',
-               'Allowed', 'Fallback', 'Missing', 'Requests', 'Reason')
+               'Allowed', 'Fallback', 'Missing', 'Requests', 'Derived',
+               'Requirements', 'Reason')
 
     def _load_formatter_plugins(self):
         # NOTE(founders): -f dot prints the single DOT cell as it is, as
@@ -114,8 +118,13 @@ class Simulate(cli.CommandMixin, lister.Lister):
                                parsed_args.fallback_strategy)
                     for name in names]
 
+        deriver = derive.Deriver(conf)
+        note = deriver.note()
+        if note:
+            self.app.stderr.write('simulate: %s\n' % note)
         drawing = parsed_args.formatter == 'dot'
-        judged = run.judge(scn, cases, decide, drawing=drawing)
+        judged = run.judge(scn, cases, decide, drawing=drawing,
+                           deriver=deriver)
         if drawing:
             return ('DOT',), [(_simulator('dot').render(
                 [j.panel for j in judged]),)]

@@ -195,10 +195,13 @@ def panel(cloud, case, request, decisions):
                        b.get(path + '/inventories')['inventories'].items()},
             sharing=rp['uuid'] in sharing, usage=usage.get(rp['uuid'], {})))
     wanted = nit_traits.image_traits(request.image_properties)
+    # The traits nova derives the image needs count as required here too.
+    derived = frozenset(r.trait for r in (
+        request.derived.traits if request.derived else ()) if not r.forbidden)
     return Panel(
         title='%s: rebuild %s (on %s) with %s' % (
             case.name, case.server, host.name, case.image),
-        root=root, providers=providers, required=wanted.required,
+        root=root, providers=providers, required=wanted.required | derived,
         forbidden=request.flavor.forbidden_traits,
         invalid=tuple(prop for prop, _why in wanted.invalid),
         verdicts=[(d.strategy, d.outcome, d.fallback) for d in decisions])

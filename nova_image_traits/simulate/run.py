@@ -52,15 +52,18 @@ class Judged:
     panel: dot.Panel = None
 
 
-def judge(scn, cases, decide, drawing=False):
+def judge(scn, cases, decide, drawing=False, deriver=None):
     """Load ``scn`` into a placement and judge ``cases`` in it.
 
     :param decide: ``(request, client) -> [Decision]``, one per strategy
     :param drawing: also read each case's tree back, for ``-f dot``
+    :param deriver: a :class:`~nova_image_traits.cli.derive.Deriver`
+        adding what nova derives from each new image; None judges the
+        images' ``trait:`` properties alone
     :returns: a :class:`Judged` per case, in order
     """
     results = []
-    with SimulatedCloud(scn) as cloud:
+    with SimulatedCloud(scn, deriver) as cloud:
         auth = token_endpoint.Token(cloud.server.endpoint, cloud.server.token)
         client = placement.PlacementClient(ks_adapter.Adapter(
             ks_session.Session(auth=auth), service_type='placement',
@@ -85,8 +88,9 @@ class SimulatedCloud:
     :ivar allocations: server UUID to ``{rp_uuid: {rc: amount}}``
     """
 
-    def __init__(self, scn):
+    def __init__(self, scn, deriver=None):
         self.scenario = scn
+        self.deriver = deriver
         self.providers = {}
         self.servers = {}
         self.allocations = {}
@@ -196,17 +200,24 @@ class SimulatedCloud:
     # -- judging ---------------------------------------------------------
 
     def request(self, case):
-        """The :class:`RebuildRequest` of a case."""
+        """The :class:`RebuildRequest` of a case.
+
+        With what nova derives from the new image, under the case's
+        ``[scheduler]`` options, when the cloud has a deriver.
+        """
         scn = self.scenario
         server = scn.by_name('servers')[case.server]
-        return nit_request.RebuildRequest(
+        request = nit_request.RebuildRequest(
             instance_uuid=self.servers[server.name],
             compute_node_uuid=self.providers[server.host],
-            image_properties=scn.by_name('images')[case.image].properties,
+            image_properties=scn.by_name('images')[case.image].glance(),
             flavor=scn.by_name('flavors')[server.flavor].to_flavor(),
             original_image_properties=scn.by_name('images')[
-                server.image].properties,
+                server.image].glance(),
             host=server.host)
+        if self.deriver is None:
+            return request
+        return self.deriver.request(request, scheduler=case.scheduler)
 
     def where(self, request):
         """Say where the new image's required traits sit, for the table."""
@@ -215,8 +226,13 @@ class SimulatedCloud:
         if wanted.invalid:
             return 'invalid name'
         allocated = self.allocations[request.instance_uuid]
-        cells = []
-        for trait in sorted(wanted.required):
+        # The image's traits and those nova derives it needs: where the
+        # derived ones it forbids are is no less telling.
+        derived = request.derived.traits if request.derived else ()
+        forbidden = {r.trait for r in derived if r.forbidden}
+        names = set(wanted.required) | {r.trait for r in derived}
+        cells, texts = [], set()
+        for trait in sorted(names):
             places = ['root'] if trait in host.traits else []
             places += [self._named('child', c.name, host.name + '-',
                                    allocated)
@@ -227,8 +243,13 @@ class SimulatedCloud:
             text = ', '.join(places) or 'nowhere'
             if trait in request.flavor.forbidden_traits:
                 text += ' (forbidden by flavor)'
-            cells.append(text if len(wanted.required) == 1 else
-                         '%s: %s' % (trait, text))
+            if trait in forbidden:
+                text += ' (forbidden by image)'
+            texts.add(text)
+            cells.append('%s: %s' % (trait, text))
+        if len(texts) == 1:
+            # Every trait in the same place: say it once.
+            return texts.pop()
         return '; '.join(cells) or '-'
 
     def _named(self, kind, name, prefix, allocated):

@@ -104,9 +104,17 @@ class Flavor(_Item):
 
 @dataclasses.dataclass(kw_only=True)
 class Image(_Item):
-    """A Glance image: only its properties matter."""
+    """A Glance image: its disk format and its properties."""
     name: str
+    disk_format: ty.Optional[str]
     properties: dict
+
+    def glance(self):
+        """The image as Glance's API sends it: attributes and properties."""
+        flat = dict(self.properties)
+        if self.disk_format:
+            flat['disk_format'] = self.disk_format
+        return flat
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -125,11 +133,15 @@ class Server(_Item):
 
 @dataclasses.dataclass(kw_only=True)
 class Case(_Item):
-    """A rebuild to judge: a server and its new image."""
+    """A rebuild to judge: a server and its new image.
+
+    :ivar scheduler: nova's ``[scheduler]`` options for this case
+    """
     name: str
     server: str
     image: str
     description: str
+    scheduler: dict
 
 
 @dataclasses.dataclass(kw_only=True)

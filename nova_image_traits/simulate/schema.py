@@ -23,6 +23,7 @@ import re
 import jsonschema
 import os_resource_classes
 
+from nova_image_traits.cli import derive
 from nova_image_traits.simulate import loader
 from nova_image_traits import traits as nit_traits
 
@@ -114,9 +115,22 @@ FLAVOR = _record(
 
 IMAGE = _record(
     'image', ['name'], name=_string("The image's name."),
+    disk_format=dict(_string("Glance's ``disk_format`` (``raw``, "
+                             '``qcow2``...), which nova turns into a '
+                             '``COMPUTE_IMAGE_TYPE_`` trait with '
+                             '``[scheduler] '
+                             'query_placement_for_image_type_support``.'),
+                     type=['string', 'null'], default='qcow2'),
     properties=_map(_string('A property.'), STRINGS,
                     'Glance properties, not validated. Traits are required '
-                    'as nova reads them: ``trait:<NAME>: required``.'))
+                    'as nova reads them: ``trait:<NAME>: required``; what '
+                    'nova derives from the others (``hw_tpm_version``, '
+                    '``os_secure_boot``, ``hw_mem_encryption``, '
+                    '``hw_cpu_thread_policy``, ``hw_disk_bus``...) is '
+                    'judged where nova is importable.'))
+
+#: nova's ``[scheduler]`` options its image request filters read.
+SCHEDULER_OPTIONS = derive.SCHEDULER_OPTS
 
 SERVER = _record(
     'server', ['name', 'host', 'flavor', 'image'],
@@ -133,7 +147,13 @@ CASE = _record(
     name=_string("The case's name, shown in the table and accepted by "
                  "``simulate --case``."),
     server=_string('The server to rebuild.'), image=_string('The new image.'),
-    description=_TEXT)
+    description=_TEXT,
+    scheduler=_map({'enum': list(SCHEDULER_OPTIONS)}, {'type': 'boolean'},
+                   "nova's ``[scheduler]`` options for this case, over the "
+                   "configuration's (``--config-file``): "
+                   '``image_metadata_prefilter`` and '
+                   '``query_placement_for_image_type_support``, which '
+                   "decide what nova's image request filters ask."))
 
 SCHEMA = _record(
     'scenario', ['hosts', 'flavors', 'images', 'servers', 'cases'],
@@ -183,6 +203,8 @@ _VALIDATOR = jsonschema.Draft202012Validator(SCHEMA, format_checker=_FORMATS)
 
 def expected(schema):
     """Say what a field holds: 'an integer >= 0', 'a list'..."""
+    if 'enum' in schema:
+        return 'one of %s' % ', '.join(map(str, schema['enum']))
     kinds = schema.get('type')
     kinds = [k for k in (kinds if isinstance(kinds, list) else [kinds])
              if k != 'null']

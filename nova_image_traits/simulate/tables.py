@@ -19,6 +19,7 @@ strategies disagree stands out.
 import textwrap
 
 from nova_image_traits import cli
+from nova_image_traits.cli import derive
 from nova_image_traits import decision as nit_decision
 
 #: Column headers of the strategies.
@@ -89,5 +90,6 @@ def long(judged):
     """A row per case and strategy, with the reasons."""
     return [(j.case.name, j.request.host, j.case.image, j.where,
              d.strategy, d.outcome, d.allowed, d.fallback or '-',
-             cli.join(d.missing), d.requests, cli.short_reason(d))
+             cli.join(d.missing), d.requests, d.derived,
+             derive.requirements_cell(d), cli.short_reason(d))
             for j in judged for d in j.decisions]

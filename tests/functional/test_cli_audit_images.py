@@ -49,7 +49,11 @@ class AuditImagesTest(cli_test.CLITestBase):
         self.glance.update(None, bad, {'properties': {
             'trait:lower_case': 'required'}})
 
-        rc, rows, err = self.cli_json('audit', 'images')
+        # NOTE: nova's fake images with hw_ephemeral_encryption would be
+        # listed too for what nova derives from them (see
+        # test_cli_derived.AuditImagesDerivedTest).
+        rc, rows, err = self.cli_json('audit', 'images', '--config-file',
+                                      self._derived_off())
 
         self.assertEqual(1, rc, err)
         by = {r['Name']: r for r in rows}
@@ -66,8 +70,16 @@ class AuditImagesTest(cli_test.CLITestBase):
         self.assertEqual(1 + 4, self.placement_gets())
         self.assertEqual(1, len([u for _m, u in self.sent
                                  if u.startswith('/traits?')]))
-        self.assertIn('6 images, 3 not bootable; 2 compute nodes; 5 '
-                      'placement requests', err)
+        self.assertIn('6 images, 3 not bootable, 0 of them only because of '
+                      'derived requirements; 2 compute nodes; 5 placement '
+                      'requests', err)
+        self.assertEqual({'off'}, {r['Derived'] for r in rows})
+
+    def _derived_off(self):
+        path = self.useFixture(fixtures.TempDir()).join('off.conf')
+        with open(path, 'w') as f:
+            f.write('[image_traits]\njudge_derived_requirements = false\n')
+        return path
 
     def test_audit_named_images_only(self):
         rc, rows, err = self.cli_json('audit', 'images', 'avx2', self.gold)

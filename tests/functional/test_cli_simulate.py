@@ -19,12 +19,16 @@ every strategy. Nothing is mocked.
 import io
 import json
 import os
+import subprocess
+import sys
 import tempfile
 import textwrap
+from unittest import mock
 
 import pydot
 import testtools
 
+from nova_image_traits.cli import derive
 from nova_image_traits.cli import simulate
 from nova_image_traits.cmd import cli
 from nova_image_traits.simulate import scenario
@@ -51,7 +55,20 @@ SAMPLE_MATRIX = {
     'other-gpu-model': (R, R, R, A, R, R),
     'full-held-gpu': (A, R, R, A, R, A),
     'forbidden-trait-appeared': (A, R, A, A, A, A),
+    # What nova derives from the image's other properties.
+    'vtpm-tpm-host': (A, R, A, A, A, A),
+    'vtpm-no-tpm': (R, R, R, R, R, R),
+    'secure-boot-missing': (R, R, R, R, R, R),
+    'image-type-prefilter': (R, R, R, R, R, R),
+    'image-type-no-prefilter': (A, A, A, A, A, A),
+    'memory-encryption': (R, R, R, R, R, R),
+    'no-hyperthreading': (R, R, R, R, R, R),
 }
+#: The cases of images without trait: properties, judged by what nova
+#: derives from their other properties.
+DERIVED_CASES = ('vtpm-tpm-host', 'vtpm-no-tpm', 'secure-boot-missing',
+                 'image-type-prefilter', 'image-type-no-prefilter',
+                 'memory-encryption', 'no-hyperthreading')
 #: Cases where in_tree_candidates is inconclusive and root_traits decides.
 FALLBACK_CASES = {'sharing-provider', 'shared-disk-root-trait',
                   'full-host-root-trait', 'full-host-nowhere',
@@ -259,6 +276,88 @@ class SimulateTest(testtools.TestCase):
                                           '  - name: tiny\n   vcpus: 1'),
                             10, None, 'invalid YAML')
         self._assert_broken('hosts: [\n', 2, None, 'invalid YAML')
+
+    def test_derived_requirements_name_their_properties(self):
+        rc, out, err = run('simulate', '--long', '-f', 'json',
+                           '--strategy', 'held_providers',
+                           *[a for c in DERIVED_CASES for a in ('--case', c)])
+        self.assertEqual(0, rc, err)
+        self.assertNotIn('not judged', err)
+        by = {r['Case']: r for r in json.loads(out)}
+        self.assertEqual({'judged'}, {r['Derived'] for r in by.values()})
+        self.assertIn('hw_tpm_version=2.0 -> COMPUTE_SECURITY_TPM_2_0',
+                      by['vtpm-no-tpm']['Requirements'])
+        self.assertEqual('root', by['vtpm-tpm-host']['Traits At'])
+        self.assertEqual('os_secure_boot=required -> '
+                         'COMPUTE_SECURITY_UEFI_SECURE_BOOT',
+                         by['secure-boot-missing']['Requirements'])
+        # The case's [scheduler] option turns the image type prefilter on.
+        self.assertEqual('disk_format=raw -> root:COMPUTE_IMAGE_TYPE_RAW',
+                         by['image-type-prefilter']['Requirements'])
+        self.assertEqual('-', by['image-type-no-prefilter']['Requirements'])
+        self.assertIn('hw_mem_encryption=true -> MEM_ENCRYPTION_CONTEXT:1',
+                      by['memory-encryption']['Requirements'])
+        self.assertIn('resources-not-held', by['memory-encryption']['Reason'])
+        self.assertEqual('hw_cpu_thread_policy=isolate -> '
+                         '!HW_CPU_HYPERTHREADING',
+                         by['no-hyperthreading']['Requirements'])
+        self.assertEqual('root (forbidden by image)',
+                         by['no-hyperthreading']['Traits At'])
+
+    def test_scheduler_options_come_from_the_config_file(self):
+        conf = self.write('[scheduler]\n'
+                          'query_placement_for_image_type_support = true\n')
+        rc, out, err = run('simulate', '--matrix', '-f', 'json',
+                           '--case', 'image-type-no-prefilter',
+                           '--config-file', conf)
+        self.assertEqual(0, rc, err)
+        row, = json.loads(out)
+        self.assertEqual('nowhere', row['Traits At'])
+        self.assertEqual('reject', row['held_providers'])
+
+    def test_bad_scheduler_option_is_one_line(self):
+        conf = self.write('[scheduler]\nimage_metadata_prefilter = maybe\n')
+        rc, out, err = run('simulate', '--case', 'root-trait',
+                           '--config-file', conf)
+        self.assertEqual(2, rc)
+        self.assertEqual(
+            "nova-image-traits: error: Value for option "
+            "image_metadata_prefilter in %s is not valid: Unexpected "
+            "boolean value 'maybe'\n" % conf, err)
+
+    def test_without_nova_says_derived_requirements_were_not_judged(self):
+        def blocked():
+            raise ImportError("No module named 'nova'", name='nova')
+        with mock.patch.object(derive, '_boot_requirements', blocked):
+            rc, out, err = run('simulate', '--long', '-f', 'json',
+                               '--strategy', 'held_providers',
+                               '--case', 'vtpm-no-tpm', '--case',
+                               'root-trait')
+        self.assertEqual(0, rc, err)
+        self.assertEqual(1, err.count('not judged'), err)
+        self.assertIn('simulate: nova is not importable here', err)
+        rows = {r['Case']: r for r in json.loads(out)}
+        self.assertEqual({'unknown'}, {r['Derived'] for r in rows.values()})
+        # Judged on its trait: properties alone, of which it has none.
+        self.assertEqual('accept', rows['vtpm-no-tpm']['Outcome'])
+        self.assertEqual('accept', rows['root-trait']['Outcome'])
+
+    def test_where_nova_is_not_installed(self):
+        # A real ImportError, in a process where "import nova" fails.
+        code = ('import sys; sys.modules["nova"] = None; '
+                'from nova_image_traits.cmd import cli; '
+                'sys.exit(cli.main(sys.argv[1:]))')
+        proc = subprocess.run(
+            [sys.executable, '-c', code, 'simulate', '--matrix', '-f',
+             'json', '--case', 'vtpm-no-tpm', '--case', 'root-trait'],
+            capture_output=True, text=True, timeout=300)
+        self.assertEqual(0, proc.returncode, proc.stderr)
+        self.assertIn('simulate: nova is not importable here', proc.stderr)
+        self.assertIn('was not judged', proc.stderr)
+        rows = {r['Case']: r for r in json.loads(proc.stdout)}
+        self.assertEqual('accept', rows['vtpm-no-tpm']['held_providers'])
+        self.assertEqual(SAMPLE_MATRIX['root-trait'], tuple(
+            rows['root-trait'][s].split(' ')[0] for s in STRATEGIES))
 
     def test_unknown_case_is_a_usage_error(self):
         rc, out, err = run('simulate', '--case', 'no-such-case')

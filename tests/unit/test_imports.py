@@ -150,6 +150,33 @@ def _imports(module):
     return {m for m in found if m in known}
 
 
+class CommandLineTest(base.TestCase):
+    """The commands run without nova; one module uses it when it is there."""
+
+    def test_only_cli_derive_reaches_nova(self):
+        nova_modules = {'nova_image_traits.boot_requirements',
+                        'nova_image_traits.nova_request'}
+        reaching = {}
+        for name in _modules():
+            if not name.startswith('nova_image_traits.cli'):
+                continue
+            top = os.path.dirname(os.path.dirname(nova_image_traits.__file__))
+            path = os.path.join(top, *name.split('.'))
+            path = (os.path.join(path, '__init__.py') if os.path.isdir(path)
+                    else path + '.py')
+            with open(path) as f:
+                tree = ast.parse(f.read())
+            found = {a.name for node in ast.walk(tree)
+                     if isinstance(node, ast.Import) for a in node.names}
+            found |= {node.module for node in ast.walk(tree)
+                      if isinstance(node, ast.ImportFrom) and node.module}
+            found |= _imports(name) & nova_modules
+            if any(m == 'nova' or m.startswith('nova.') or m in nova_modules
+                   for m in found):
+                reaching[name] = sorted(found)
+        self.assertEqual(['nova_image_traits.cli.derive'], sorted(reaching))
+
+
 class DecisionPathTest(base.TestCase):
     """The simulator can be left out of an install (issue 14)."""
 

@@ -107,6 +107,23 @@ class ScenarioLoadTest(base.TestCase):
         self.assertNotIn('pool', [h.name for h in scn.hosts])
         self.assertEqual(34, scn.servers[0].lines['host'])
 
+    def test_disk_format_and_scheduler_options(self):
+        scn = scenario.loads(VALID)
+        # Glance always has a disk format; qcow2 unless said otherwise.
+        self.assertEqual('qcow2', scn.images[0].disk_format)
+        self.assertEqual('qcow2', scn.images[0].glance()['disk_format'])
+        self.assertEqual('virtio', scn.images[0].glance()['hw_disk_bus'])
+        self.assertEqual({}, scn.cases[0].scheduler)
+
+        scn = scenario.loads(VALID.replace(
+            '  - name: i1\n', '  - name: i1\n    disk_format: raw\n').replace(
+            '    description: a case\n',
+            '    description: a case\n    scheduler:\n'
+            '      query_placement_for_image_type_support: true\n'))
+        self.assertEqual('raw', scn.images[0].glance()['disk_format'])
+        self.assertEqual({'query_placement_for_image_type_support': True},
+                         scn.cases[0].scheduler)
+
     def test_bundled_sample_is_valid(self):
         path = os.path.join(os.path.dirname(__file__), '..', '..',
                             'nova_image_traits', 'simulate',
@@ -160,6 +177,17 @@ class ScenarioErrorTest(base.TestCase):
     def replace(self, old, new):
         self.assertIn(old, VALID)
         return VALID.replace(old, new, 1)
+
+    def test_unknown_scheduler_option(self):
+        self.assertError(
+            VALID + '    scheduler: {image_metadata_prefiltr: true}\n', 45,
+            'cases[0].scheduler.image_metadata_prefiltr',
+            'expected one of image_metadata_prefilter, '
+            'query_placement_for_image_type_support')
+        self.assertError(
+            VALID + '    scheduler: {image_metadata_prefilter: yes please}\n',
+            45, 'cases[0].scheduler.image_metadata_prefilter',
+            "expected true or false, got a string 'yes please'")
 
     def test_unknown_key(self):
         self.assertError(self.replace('    full: true', '    ful: true'),
