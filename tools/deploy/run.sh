@@ -56,8 +56,8 @@ function make_venv {
     local wheel
     wheel=$(ls "$BUILD"/dist/*.whl)
     # shellcheck disable=SC2086
-    "$BUILD/venv/bin/pip" install --quiet -c "$TOP/upper-constraints.txt" \
-        "$wheel" $PINS $TOOLS "SQLAlchemy<2.1"
+    "$BUILD/venv/bin/pip" install --quiet -c "$TOP/constraints/upper-constraints-2026.2.txt" \
+        "$wheel" $PINS $TOOLS
 }
 
 timed "apt-get install" apt_install
