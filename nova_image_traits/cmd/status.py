@@ -34,9 +34,11 @@ from oslo_upgradecheck import upgradecheck
 from nova_image_traits import conf as nit_conf
 from nova_image_traits import exception
 from nova_image_traits import placement
+from nova_image_traits import series
 from nova_image_traits.status import cloud
 from nova_image_traits.status import conductor
 from nova_image_traits.status import config
+from nova_image_traits.status import series as series_check
 
 Code = upgradecheck.Code
 Result = upgradecheck.Result
@@ -94,6 +96,9 @@ class Checks(upgradecheck.UpgradeCommands):
         hooked = any(c.hooked for c in self.conductors)
         return config.check_filter(self.conf, hooked_conductor=hooked)
 
+    def _check_nova(self):
+        return series_check.check_nova(series.installed_nova())
+
     def _check_conductor(self):
         hooked = [c.pid for c in self.conductors if c.hooked]
         plain = [c.pid for c in self.conductors if not c.hooked]
@@ -146,6 +151,7 @@ class Checks(upgradecheck.UpgradeCommands):
     _upgrade_checks = (
         ('[image_traits] options', _check_options),
         ('Placement API version', _check_placement),
+        ('nova series', _check_nova),
         ('ImageTraitsFilter in the scheduler', _check_filter),
         ('Conductor rebuild hook', _check_conductor),
         ('Image traits known to placement', _check_image_traits),

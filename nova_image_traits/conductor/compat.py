@@ -24,6 +24,7 @@ from nova.objects import compute_node
 from nova.objects import image_meta
 
 from nova_image_traits import exception as nit_exception
+from nova_image_traits import series
 
 #: Marks the functions the hook puts on ``ComputeTaskManager``.
 MARKER = '_nova_image_traits_hook'
@@ -43,13 +44,21 @@ class HookInstallError(nit_exception.NovaImageTraitsException):
 
     msg_fmt = ('Cannot install the nova-image-traits rebuild hook into '
                'nova-conductor (nova %(version)s): %(why)s. This release of '
-               'nova-image-traits supports nova 34.')
+               'nova-image-traits supports %(supported)s.')
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault('supported', series.supported())
+        super().__init__(**kwargs)
 
 
 def nova_version():
+    """The running nova's version and the series it belongs to.
+
+    For example ``'31.3.1 (2025.1)'``: what the hook verified.
+    """
     try:
         from nova import version
-        return version.version_string()
+        return series.describe(version.version_string())
     except Exception:
         return 'unknown'
 

@@ -19,6 +19,7 @@ exists, which the check reports as a warning.
 """
 
 import http.server
+import importlib.metadata
 import io
 import json
 import os
@@ -34,6 +35,7 @@ import fixtures
 import testtools
 
 from nova_image_traits.cmd import status
+from nova_image_traits import series
 from nova_image_traits.status import conductor
 from tests.functional import base
 
@@ -90,8 +92,13 @@ class StatusPlacementTest(base.FunctionalTestCase):
 
         self.assertEqual(
             ['[image_traits] options', 'Placement API version',
-             'ImageTraitsFilter in the scheduler', 'Conductor rebuild hook',
-             'Image traits known to placement'], list(checks))
+             'nova series', 'ImageTraitsFilter in the scheduler',
+             'Conductor rebuild hook', 'Image traits known to placement'],
+            list(checks))
+        nova = checks['nova series']
+        self.assertEqual(0, nova['result'], nova['details'])
+        self.assertIn('series %s' % series.of_nova(
+            importlib.metadata.version('nova')).name, nova['details'])
         self.assertEqual(0, checks['[image_traits] options']['result'])
         self.assertIn('Read from: ', checks['[image_traits] options'][
             'details'])
@@ -152,6 +159,9 @@ class StatusConductorTest(base.FunctionalTestCase):
         self.assertIn('Conductors 100 run nova-image-traits-conductor',
                       hook['details'])
         self.assertIn('matches the installed nova', hook['details'])
+        # The hook names the series it verified.
+        self.assertIn('(%s)' % series.of_nova(
+            importlib.metadata.version('nova')).name, hook['details'])
         self.assertEqual(0, checks['ImageTraitsFilter in the scheduler'][
             'result'])
 

@@ -14,7 +14,8 @@
 From a clean ``git clone`` of this repository (its committed ``HEAD``),
 ``python -m build`` makes the sdist and, from the sdist, the wheel. The
 wheel goes into a fresh virtualenv beside ``nova==34.*`` (with this
-repository's ``upper-constraints.txt``), and the installed console scripts
+repository's ``constraints/upper-constraints-2026.2.txt``; the older series
+resolve in ``test_series.py``), and the installed console scripts
 run from a directory outside any source tree.
 
 It takes a few minutes (pip's cache makes a second run faster), so it
@@ -91,7 +92,8 @@ class TestInstalledWheel(testtools.TestCase):
         return wheels[0]
 
     def install(self, wheel):
-        _run(self.pip + ['-c', os.path.join(TOP, 'upper-constraints.txt'),
+        _run(self.pip + ['-c', os.path.join(TOP, 'constraints',
+                                            'upper-constraints-2026.2.txt'),
                          wheel + '[simulate]', 'nova==34.*'],
              cwd=self.work, env=self.env)
         self.outside = os.path.join(self.work, 'elsewhere')

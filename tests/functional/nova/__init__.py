@@ -18,4 +18,7 @@ selects native threads).
 
 from nova import monkey_patch
 
-monkey_patch.patch()
+# NOTE(series 2025.1): nova 31 has no patch(); importing nova.monkey_patch
+# patches by itself, unless OS_NOVA_DISABLE_EVENTLET_PATCHING is set.
+if hasattr(monkey_patch, 'patch'):
+    monkey_patch.patch()

@@ -492,7 +492,8 @@ class HookInstallTest(oslo_base.BaseTestCase):
         self.assertIn('ComputeTaskManager._validate_image_traits_for_rebuild',
                       str(e))
         self.assertIn('does not exist', str(e))
-        self.assertIn('nova 34.', str(e))
+        self.assertIn('supports nova 31 to 34 (2025.1, 2025.2, 2026.1, '
+                      '2026.2)', str(e))
         self._assert_untouched()
 
     def test_install_fails_when_check_signature_changed(self):
