@@ -322,7 +322,14 @@ class DecisionAssertions:
         # Only a failure that may pass by itself promises a retry.
         self.assertEqual(result.transient, 'try again later' in
                          result.message, (cause, result.message))
-        if cause in ('unreachable', 'timeout', 'deadline'):
+        if cause == 'unreachable':
+            # A refused TLS handshake or an endpoint missing from the
+            # catalog is configuration; a refused connection may pass.
+            self.assertEqual(
+                not re.search(r'\b(SSLError|EndpointNotFound)\b',
+                              result.detail),
+                result.transient, result.detail)
+        elif cause in ('timeout', 'deadline'):
             self.assertTrue(result.transient, (cause, result.detail))
         elif cause in ('provider-not-found', 'unsupported-microversion',
                        'placement-error', 'malformed-response'):

@@ -24,6 +24,7 @@ from nova.tests.functional.api import client as api_client
 
 from nova_image_traits.conductor import hook
 from tests.functional.nova import base
+from tests.functional.nova import test_derived
 
 GOLD = 'CUSTOM_GOLD'
 #: Five realistic names the host lacks: all must reach the user.
@@ -204,8 +205,8 @@ class PrecheckLeavesNovaToAnswerTest(_PrecheckBase):
         traits = self.placement.get(
             '/resource_providers/%s/traits' % self.root,
             version='1.6').body['traits']
-        self.set_traits(self.root, traits + [
-            'COMPUTE_SECURITY_TPM_2_0', 'COMPUTE_SECURITY_TPM_CRB'])
+        # Everything a boot of the vTPM image asks of the host.
+        self.set_traits(self.root, traits + test_derived.VTPM_TRAITS)
         vtpm = self.create_image(hw_tpm_version='2.0', hw_tpm_model='tpm-crb')
         server = self.rebuild(self.server, vtpm)
         self.assertEqual('ACTIVE', server['status'], server)
