@@ -100,6 +100,7 @@ class Deriver:
     def __init__(self, conf):
         self.conf = conf
         self._cache = {}
+        self._warned_disk_format = False
         try:
             self._nova = _boot_requirements()
             import nova.conf
@@ -162,6 +163,21 @@ class Deriver:
         if not self.available:
             return request
         values = self.scheduler(scheduler)
+        if (values['query_placement_for_image_type_support'] and
+                not request.is_volume_backed and
+                'disk_format' not in (request.image_properties or {})):
+            # NOTE(founders): nova's image API has no disk_format; nova's
+            # require_image_type_support would fail on the image.
+            if not self._warned_disk_format:
+                self._warned_disk_format = True
+                LOG.warning('The image properties have no disk_format '
+                            "(nova's image API does not give it): the "
+                            'image type support nova asks for with '
+                            '[scheduler] '
+                            'query_placement_for_image_type_support is not '
+                            'judged. Read images from the image service '
+                            '(--image-source image) to judge it.')
+            values['query_placement_for_image_type_support'] = False
         # NOTE(founders): what nova derives depends on the images, the
         # flavor and the options, not on the server: an audit derives once
         # per image and flavor, not once per server.
