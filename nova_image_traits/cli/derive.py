@@ -105,9 +105,15 @@ class Deriver:
             self._nova = _boot_requirements()
             import nova.conf
             from nova import objects
-        except ImportError as e:
+        except Exception as e:
+            # NOTE(founders): not only ImportError: a nova that does not
+            # fit its dependencies (SQLAlchemy 2.1 for nova 34) fails at
+            # import otherwise, and the commands work without it.
             self._nova = None
             self.why = '%s: %s' % (type(e).__name__, e)
+            if not isinstance(e, ImportError):
+                LOG.warning('nova is installed but cannot be imported: '
+                            '%(e)s', {'e': self.why})
             return
         self.why = None
         objects.register_all()

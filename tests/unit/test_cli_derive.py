@@ -132,6 +132,16 @@ class WithoutNovaTest(base.TestCase):
     def test_no_scheduler_options_registered(self):
         self.assertNotIn('scheduler', self.deriver.conf)
 
+    def test_a_nova_that_fails_to_import_is_not_fatal(self):
+        def broken():
+            raise RuntimeError('nova does not fit SQLAlchemy')
+        self.useFixture(fixtures.MockPatchObject(
+            derive, '_boot_requirements', broken))
+        deriver = derive.Deriver(cli.load_conf())
+        self.assertFalse(deriver.available)
+        self.assertIn('(RuntimeError: nova does not fit SQLAlchemy)',
+                      deriver.note())
+
 
 class ShortReasonTest(base.TestCase):
 
