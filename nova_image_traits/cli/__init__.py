@@ -191,7 +191,12 @@ def short_reason(decision):
         first, _sep, detail = detail.partition('; %s: ' % decision.fallback)
         if detail in (nit_decision.ACCEPT, nit_decision.REJECT):
             detail = ''
-    if decision.cause == 'traits-missing':
+    if decision.cause == 'traits-missing' and any(
+            r.derived for r in decision.unmet):
+        # The refusal names the image properties the traits come from.
+        text = '%s: %s' % (decision.decided_by,
+                           _first_sentence(decision.message))
+    elif decision.cause == 'traits-missing':
         text = '%s: %s' % (decision.decided_by,
                            strategies.load(decision.decided_by).rule)
     elif decision.allowed and decision.outcome == nit_decision.ACCEPT:

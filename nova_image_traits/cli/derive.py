@@ -100,13 +100,20 @@ class Deriver:
     def __init__(self, conf):
         self.conf = conf
         self._cache = {}
+        self._warned_disk_format = False
         try:
             self._nova = _boot_requirements()
             import nova.conf
             from nova import objects
-        except ImportError as e:
+        except Exception as e:
+            # NOTE(founders): not only ImportError: a nova that does not
+            # fit its dependencies (SQLAlchemy 2.1 for nova 34) fails at
+            # import otherwise, and the commands work without it.
             self._nova = None
             self.why = '%s: %s' % (type(e).__name__, e)
+            if not isinstance(e, ImportError):
+                LOG.warning('nova is installed but cannot be imported: '
+                            '%(e)s', {'e': self.why})
             return
         self.why = None
         objects.register_all()
@@ -162,6 +169,21 @@ class Deriver:
         if not self.available:
             return request
         values = self.scheduler(scheduler)
+        if (values['query_placement_for_image_type_support'] and
+                not request.is_volume_backed and
+                'disk_format' not in (request.image_properties or {})):
+            # NOTE(founders): nova's image API has no disk_format; nova's
+            # require_image_type_support would fail on the image.
+            if not self._warned_disk_format:
+                self._warned_disk_format = True
+                LOG.warning('The image properties have no disk_format '
+                            "(nova's image API does not give it): the "
+                            'image type support nova asks for with '
+                            '[scheduler] '
+                            'query_placement_for_image_type_support is not '
+                            'judged. Read images from the image service '
+                            '(--image-source image) to judge it.')
+            values['query_placement_for_image_type_support'] = False
         # NOTE(founders): what nova derives depends on the images, the
         # flavor and the options, not on the server: an audit derives once
         # per image and flavor, not once per server.

@@ -120,6 +120,25 @@ class CheckDerivedTest(cli_base.CLITestBase):
         self.assertIn('hw_disk_bus=scsi needs COMPUTE_STORAGE_BUS_SCSI',
                       rows[0]['Reason'])
 
+    def test_image_type_without_disk_format_is_not_judged(self):
+        # nova's image API, which the commands read here, has no
+        # disk_format: the image type is left out, the rest judged.
+        server = self.boot(self.small, self.glance.image1['id'],
+                           host='host1')
+        conf = self._config('[scheduler]\n'
+                            'query_placement_for_image_type_support = true\n')
+
+        rc, rows, err = self.cli_json('check', server['id'], '--image',
+                                      self.create_image(**VTPM),
+                                      '--config-file', conf)
+
+        self.assertEqual(3, rc, err)
+        self.assertEqual('judged', rows[0]['Derived'])
+        self.assertIn('COMPUTE_SECURITY_TPM_2_0', rows[0]['Requirements'])
+        self.assertNotIn('COMPUTE_IMAGE_TYPE', rows[0]['Requirements'])
+        self.assertIn('The image properties have no disk_format',
+                      self.stdlog.logger.output)
+
     def test_switched_off_shows_off(self):
         server = self.boot(self.small, self.glance.image1['id'],
                            host='host1')

@@ -131,3 +131,38 @@ class WithoutNovaTest(base.TestCase):
 
     def test_no_scheduler_options_registered(self):
         self.assertNotIn('scheduler', self.deriver.conf)
+
+    def test_a_nova_that_fails_to_import_is_not_fatal(self):
+        def broken():
+            raise RuntimeError('nova does not fit SQLAlchemy')
+        self.useFixture(fixtures.MockPatchObject(
+            derive, '_boot_requirements', broken))
+        deriver = derive.Deriver(cli.load_conf())
+        self.assertFalse(deriver.available)
+        self.assertIn('(RuntimeError: nova does not fit SQLAlchemy)',
+                      deriver.note())
+
+
+class ShortReasonTest(base.TestCase):
+
+    def test_derived_refusal_names_the_property(self):
+        unmet = (reqs.Requirement('COMPUTE_SECURITY_UEFI_SECURE_BOOT',
+                                  sources=('os_secure_boot=required',),
+                                  via=reqs.RESOURCE_REQUEST),)
+        decision = nit_decision.Decision(
+            outcome='reject', allowed=False, strategy='root_traits',
+            cause='traits-missing', unmet=unmet,
+            message=nit_decision.requirement_reason(
+                unmet, "missing on this server's compute node"))
+        self.assertEqual(
+            'root_traits: os_secure_boot=required needs '
+            "COMPUTE_SECURITY_UEFI_SECURE_BOOT: missing on this server's "
+            'compute node.', cli.short_reason(decision))
+
+    def test_trait_properties_keep_the_rule(self):
+        decision = nit_decision.Decision(
+            outcome='reject', allowed=False, strategy='root_traits',
+            cause='traits-missing', unmet=(reqs.Requirement('CUSTOM_GOLD'),),
+            message='CUSTOM_GOLD: missing.')
+        self.assertEqual('root_traits: the compute node itself must have '
+                         'them', cli.short_reason(decision))
