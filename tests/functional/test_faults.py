@@ -319,7 +319,13 @@ class DecisionAssertions:
         # Only a failure that may pass by itself promises a retry.
         self.assertEqual(result.transient, 'try again later' in
                          result.message, (cause, result.message))
-        if cause in ('unreachable', 'timeout', 'deadline'):
+        if cause == 'unreachable':
+            # A refused or failed connection may pass; a TLS failure or an
+            # endpoint missing from the catalog is configuration.
+            lasting = bool(re.search(r'SSLError|EndpointNotFound',
+                                     result.detail))
+            self.assertEqual(not lasting, result.transient, result.detail)
+        elif cause in ('timeout', 'deadline'):
             self.assertTrue(result.transient, (cause, result.detail))
         elif cause in ('provider-not-found', 'unsupported-microversion',
                        'placement-error', 'malformed-response'):
