@@ -134,6 +134,19 @@ def _without_error_translation(func):
     return func.__wrapped__
 
 
+def _rebuild_action():
+    """The servers controller's rebuild action, by nova's action marker.
+
+    Its name differs between series: ``_action_rebuild`` in nova 31 and 32
+    (2025.1, 2025.2), ``_rebuild`` from nova 33 (2026.1) on;
+    ``wsgi.action('rebuild')`` marks it in every one.
+    """
+    for func in vars(servers_controller.ServersController).values():
+        if getattr(func, 'wsgi_action', None) == 'rebuild':
+            return func
+    raise AttributeError('ServersController has no rebuild action')
+
+
 class RebuildPrecheck(nova_wsgi.Middleware):
     """Refuse, in nova-api, a rebuild the configured strategy refuses."""
 
@@ -141,8 +154,7 @@ class RebuildPrecheck(nova_wsgi.Middleware):
         super().__init__(application)
         self._controller = None
         try:
-            self._rebuild = _without_error_translation(
-                servers_controller.ServersController._rebuild)
+            self._rebuild = _without_error_translation(_rebuild_action())
         except AttributeError:
             LOG.error('The image traits pre-check cannot find nova\'s rebuild '
                       'action under its expected_errors decorator in this '
