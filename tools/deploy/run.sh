@@ -5,7 +5,8 @@
 # 1. MariaDB and RabbitMQ from Debian (apt-get; needs root).
 # 2. The sdist and the wheel, built from a clean clone of this repository's
 #    committed HEAD.
-# 3. A fresh venv with the wheel (not editable) and the pinned services.
+# 3. A fresh venv with the wheel (not editable) and the services of one
+#    nova series, under that series' upper-constraints (constraints/).
 # 4. deploy.py: start every service, rebuild servers with every strategy,
 #    stop what it started.
 #
@@ -13,12 +14,28 @@
 #   NIT_DEPLOY_DIR   work directory (default: <repo>/.deploy); its logs/
 #                    directory holds every service's log
 #   NIT_DEPLOY_PORT  first of the nine loopback ports used (default 17300)
+#   NIT_DEPLOY_SERIES  the nova series: 2026.2 (default; services on native
+#                    threads) or 2025.1 (services under eventlet)
 set -euo pipefail
 
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
 WORK=${NIT_DEPLOY_DIR:-$TOP/.deploy}
 BUILD=$WORK-build
-PINS="nova==34.0.0 openstack-placement==16.0.0 keystone==30.0.0 glance==33.0.0"
+SERIES=${NIT_DEPLOY_SERIES:-2026.2}
+# The services of each series; the libraries come from its constraints.
+case $SERIES in
+    2025.1)
+        PINS="nova>=31.0.0,<32 openstack-placement>=13.0.0,<13.1 keystone>=27.0.0,<28 glance>=30.0.0,<31"
+        ;;
+    2026.2)
+        PINS="nova==34.0.0 openstack-placement==16.0.0 keystone==30.0.0 glance==33.0.0"
+        ;;
+    *)
+        echo "NIT_DEPLOY_SERIES=$SERIES: the deployment job runs 2025.1 or 2026.2" >&2
+        exit 2
+        ;;
+esac
+CONSTRAINTS=$TOP/constraints/upper-constraints-$SERIES.txt
 TOOLS="python-openstackclient osc-placement pymysql gunicorn tempest"
 mkdir -p "$BUILD"
 TIMES=$BUILD/timings.txt
@@ -56,10 +73,13 @@ function make_venv {
     local wheel
     wheel=$(ls "$BUILD"/dist/*.whl)
     # shellcheck disable=SC2086
-    "$BUILD/venv/bin/pip" install --quiet -c "$TOP/constraints/upper-constraints-2026.2.txt" \
+    "$BUILD/venv/bin/pip" install --quiet -c "$CONSTRAINTS" \
         "$wheel" $PINS $TOOLS
+    "$BUILD/venv/bin/pip" list --format=freeze > "$BUILD/pip-freeze.txt"
+    grep -iE '^(nova|openstack-placement|keystone|glance|eventlet)==' "$BUILD/pip-freeze.txt"
 }
 
+echo "== series $SERIES, constraints $CONSTRAINTS"
 timed "apt-get install" apt_install
 timed "build sdist and wheel" build_wheel
 timed "venv with the wheel and the services" make_venv
