@@ -30,6 +30,7 @@ rebuild, show) and as an admin (images, traits, services, state resets).
 """
 
 import argparse
+import importlib.metadata
 import json
 import os
 import secrets
@@ -59,6 +60,16 @@ IMAGE_TRAITS_OPTIONS = {'fallback_strategy': 'root_traits',
                         'on_placement_error': 'reject'}
 
 
+def nova_api_uses_eventlet():
+    """Whether the installed nova's API monkey patches when imported.
+
+    NOTE(series 2025.1, 2025.2): nova 31 and 32 patch with eventlet when
+    ``nova.api.openstack`` is imported; from nova 33 the API runs on
+    native threads unless told otherwise.
+    """
+    return int(importlib.metadata.version('nova').split('.')[0]) < 33
+
+
 class Failure(Exception):
     pass
 
@@ -78,6 +89,7 @@ class Deployment:
             'placement')}
         self.auth_url = 'http://%s:%d/v3' % (HOST, self.port['keystone'])
         self.secret_tokens = []
+        self._auto_approve = None
 
     # -- processes -------------------------------------------------------
 
@@ -303,15 +315,20 @@ class Deployment:
         opts['valid_interfaces'] = 'public'
         return opts
 
-    def gunicorn(self, name, app, port, env):
+    def gunicorn(self, name, app, port, env, eventlet=False):
         d = os.path.join(self.work, name)
         os.makedirs(d, exist_ok=True)
+        # NOTE: an app that monkey patches with eventlet when it is
+        # imported hangs gunicorn's threaded worker, whose own threads and
+        # selector it patches; gunicorn's eventlet worker patches first.
+        worker = ('worker_class = "eventlet"\nworker_connections = 100\n'
+                  if eventlet else 'threads = 4\n')
         with open(os.path.join(d, 'gunicorn.conf.py'), 'w') as f:
             # NOTE(founders): the apps parse sys.argv when they load, so
             # gunicorn takes every setting from this file and no argument.
-            f.write('wsgi_app = %r\nbind = %r\nworkers = 1\nthreads = 4\n'
+            f.write('wsgi_app = %r\nbind = %r\nworkers = 1\n%s'
                     'timeout = 120\naccesslog = "-"\n' % (
-                        app, '%s:%d' % (HOST, port)))
+                        app, '%s:%d' % (HOST, port), worker))
         self.start(name, [os.path.join(BIN, 'gunicorn')], env=env, cwd=d)
         self.wait_http('http://%s:%d/' % (HOST, port), timeout=180)
 
@@ -479,7 +496,8 @@ class Deployment:
         self.gunicorn('nova-api', 'nova.wsgi.osapi_compute:application',
                       self.port['nova'], {'OS_NOVA_CONFIG_DIR': d,
                                           'OS_NOVA_CONFIG_FILES':
-                                          'api-paste.ini;nova.conf'})
+                                          'api-paste.ini;nova.conf'},
+                      eventlet=nova_api_uses_eventlet())
 
     def start_computes(self):
         d = os.path.join(self.work, 'nova')
@@ -556,6 +574,16 @@ class Deployment:
         """Run the ``openstack`` client as ``admin`` or as ``demo``."""
         return self.run([os.path.join(BIN, 'openstack')] + list(args),
                         env=self.creds(who), check=check)
+
+    def reset_to_active(self, server):
+        """``openstack server set --state active``, as an admin."""
+        # NOTE(series 2025.1): python-openstackclient 7.5.0 neither asks
+        # for confirmation nor knows --auto-approve; later ones ask.
+        if self._auto_approve is None:
+            helptext = self.osc('admin', 'server', 'set', '--help').stdout
+            self._auto_approve = '--auto-approve' in helptext
+        self.osc('admin', 'server', 'set', '--state', 'active', server,
+                 *(['--auto-approve'] if self._auto_approve else []))
 
     def osj(self, who, *args):
         out = self.osc(who, *(list(args) + ['-f', 'json'])).stdout

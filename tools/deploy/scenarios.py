@@ -220,8 +220,7 @@ class Scenarios:
                     d.get('cause', '-') == '-'):
                 problems.append('no cause= with placement stopped: %r' % d)
         if shown['status'] == 'ERROR':
-            dep.osc('admin', 'server', 'set', '--auto-approve', '--state',
-                    'active', sid)
+            dep.reset_to_active(sid)
         result = 'ok' if not problems else 'FAILED: ' + '; '.join(problems)
         self.results.append((strategy, case, want, result))
         dep.note('%-20s %-15s %-7s %s' % (strategy, case, want, result))
