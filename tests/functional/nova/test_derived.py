@@ -236,6 +236,51 @@ class PrecheckTest(_DerivedBase):
             message)
 
 
+class PrecheckImageTypeTest(_DerivedBase):
+    """The image type, judged by the pre-check only with its option."""
+
+    ENABLE_API_PRECHECK = True
+
+    def setUp(self):
+        super().setUp()
+        hook.install()
+        self.addCleanup(hook.uninstall)
+
+    def _vhdx(self, name):
+        image = self.create_image(name=name)
+        self.glance.update(None, image, {'disk_format': 'vhdx'})
+        return image
+
+    def test_image_type_follows_its_option(self):
+        server = self.rebuild(self.server, self._vhdx('vhdx-1'))
+        self.assertEqual('ACTIVE', server['status'])
+        self.flags(query_placement_for_image_type_support=True,
+                   group='scheduler')
+        exc = self.assertRaises(
+            api_client.OpenStackApiException, self.api.post_server_action,
+            self.server['id'], {'rebuild': {'imageRef': self._vhdx('v2')}})
+        self.assertEqual(400, exc.response.status_code)
+        self.assertIn('disk_format=vhdx needs COMPUTE_IMAGE_TYPE_VHDX',
+                      exc.response.json()['badRequest']['message'])
+
+
+class PrecheckNumberedGroupForbiddenTest(NumberedGroupForbiddenTest):
+    """The same per-group rule through the nova-api pre-check."""
+
+    ENABLE_API_PRECHECK = True
+
+    def test_unsuffixed_forbidden_refuses(self):
+        self.set_traits(self.root, [])
+        server = self._server({'trait:' + GOLD: 'forbidden'})
+        exc = self.assertRaises(
+            api_client.OpenStackApiException, self.api.post_server_action,
+            server['id'],
+            {'rebuild': {'imageRef': self.create_image(required=[GOLD])}})
+        self.assertEqual(400, exc.response.status_code)
+        self.assertIn("forbidden by the server's flavor",
+                      exc.response.json()['badRequest']['message'])
+
+
 class FilterOnlyTest(_DerivedBase):
     """Without the hook, the filter judges the same on rebuild."""
 
