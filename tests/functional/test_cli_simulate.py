@@ -16,6 +16,8 @@ loopback), loads a scenario into it over HTTP and judges every case with
 every strategy. Nothing is mocked.
 """
 
+import csv
+import importlib.metadata
 import io
 import json
 import os
@@ -370,6 +372,23 @@ DOC_MATRIX = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
     'strategy-matrix.csv')
 
 
+#: The nova major version the strategies page's matrix is made with.
+DOC_NOVA = '34'
+#: The sample cloud's cases whose images nova derives requirements from.
+DERIVED_CASES = ('vtpm-tpm-host', 'vtpm-no-tpm', 'secure-boot-missing',
+                 'image-type-prefilter', 'image-type-no-prefilter',
+                 'memory-encryption', 'no-hyperthreading')
+
+
+def _where_blanked(text):
+    """The CSV matrix with the derived cases' 'Traits At' cell blanked."""
+    rows = list(csv.reader(io.StringIO(text)))
+    for row in rows[1:]:
+        if row[0] in DERIVED_CASES:
+            row[1] = '?'
+    return rows
+
+
 class DocMatrixTest(testtools.TestCase):
     """The strategies page shows what the code decides."""
 
@@ -381,6 +400,12 @@ class DocMatrixTest(testtools.TestCase):
                 f.write(out)
         with open(DOC_MATRIX) as f:
             committed = f.read()
+        if importlib.metadata.version('nova').split('.')[0] != DOC_NOVA:
+            # NOTE(series 2025.1, 2025.2, 2026.1): the page is made with the
+            # newest nova. An older one derives less from some images (nova
+            # 31 asks no memory encryption model trait), so where the derived
+            # traits are may read differently; every decision must not.
+            committed, out = (_where_blanked(committed), _where_blanked(out))
         self.assertEqual(
             committed, out,
             '%s is not what the simulator decides; regenerate it with '
