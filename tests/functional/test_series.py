@@ -25,13 +25,13 @@
 import importlib.metadata
 import json
 import os
-import subprocess
 import sys
 
 import fixtures
 import testtools
 
 from nova_image_traits import series
+from tests.functional import test_packaging
 
 TOP = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
@@ -42,14 +42,7 @@ def _constraints(name):
 
 
 def _run(cmd, timeout=600, env=None):
-    proc = subprocess.run(cmd, cwd=TOP, timeout=timeout, env=env,
-                          stdin=subprocess.DEVNULL, capture_output=True,
-                          text=True)
-    if proc.returncode:
-        raise AssertionError('%s exited %d\nstdout:\n%s\nstderr:\n%s' % (
-            ' '.join(cmd), proc.returncode, proc.stdout[-4000:],
-            proc.stderr[-4000:]))
-    return proc.stdout
+    return test_packaging._run(cmd, TOP, env=env, timeout=timeout)
 
 
 class TestResolves(testtools.TestCase):
