@@ -46,7 +46,19 @@ def _run(cmd, timeout=600, env=None):
 
 
 class TestResolves(testtools.TestCase):
-    """``pip install --dry-run -c <series upper-constraints> .``"""
+    """``pip install --dry-run -c <series upper-constraints> .``
+
+    A dry run asks the package index, not this environment, so it runs in
+    one environment only: the newest series' (``tox -e functional``, the
+    default). Each of the four resolutions takes 10 to 20 seconds.
+    """
+
+    def setUp(self):
+        super().setUp()
+        newest = series.SUPPORTED[-1].name
+        if os.environ.get('NIT_SERIES', newest) != newest:
+            self.skipTest('the dry runs do not depend on the installed '
+                          'series: they run in the %s environment' % newest)
 
     def resolve(self, name):
         s = {x.name: x for x in series.SUPPORTED}[name]
