@@ -13,15 +13,24 @@
 
 Run by ``tools/deploy/run.sh`` with the Python of the deployment venv, in
 which the nova-image-traits wheel, nova, placement, keystone, glance,
-gunicorn and the clients are installed.
+cinder, gunicorn and the clients are installed.
 
 Every service is a separate process this script starts and stops by its
 PID (each in its own session, so that a service's own children go too):
-MariaDB and RabbitMQ from Debian; Keystone, Glance (file store), placement
-and nova-api under gunicorn; a super conductor (API-level queue) and a
-cell conductor (cell1's queue), both ``nova-image-traits-conductor``;
-nova-scheduler; two fake-driver computes; and a neutron stand-in
-(``neutron_standin.py``). Logs go to ``<work>/logs``.
+MariaDB and RabbitMQ from Debian; Keystone, Glance (file store), placement,
+cinder-api and nova-api under gunicorn; cinder-scheduler and cinder-volume;
+a super conductor (API-level queue) and a cell conductor (cell1's queue),
+both ``nova-image-traits-conductor``; nova-scheduler; two fake-driver
+computes; and a neutron stand-in (``neutron_standin.py``). Logs go to
+``<work>/logs``.
+
+Two stand-ins, because what they stand for cannot run here and no rebuild
+decision depends on it: neutron (``neutron_standin.py`` answers every read
+with nothing), and cinder-volume's storage backend
+(``cinder_standin_driver.py``: cinder's own fake LVM driver, with each
+volume a sparse file that cinder's image code, with ``qemu-img``, really
+writes). nova-compute runs nova's ``fake.FakeDriver``, which boots no
+guest and attaches a volume without connecting to it.
 
 Then, for every strategy the installed package offers, it restarts the
 conductors and the scheduler with that strategy and checks the rebuilds of
@@ -82,11 +91,11 @@ class Deployment:
         self.procs = {}
         self.timings = []
         names = ('mysql', 'rabbit', 'rabbit_dist', 'epmd', 'keystone',
-                 'glance', 'placement', 'nova', 'neutron')
+                 'glance', 'placement', 'nova', 'neutron', 'cinder')
         self.port = {n: base_port + i for i, n in enumerate(names)}
         self.pw = {n: secrets.token_hex(12) for n in (
             'db', 'rabbit', 'admin', 'demo', 'glance', 'nova',
-            'placement')}
+            'placement', 'cinder')}
         self.auth_url = 'http://%s:%d/v3' % (HOST, self.port['keystone'])
         self.secret_tokens = []
         self._auto_approve = None
@@ -237,7 +246,7 @@ class Deployment:
         sql = ["CREATE USER 'nit'@'%s' IDENTIFIED BY '%s';" % (
             HOST, self.pw['db'])]
         for db in ('keystone', 'glance', 'placement', 'nova_api',
-                   'nova_cell0', 'nova_cell1'):
+                   'nova_cell0', 'nova_cell1', 'cinder'):
             sql.append('CREATE DATABASE %s;' % db)
             sql.append("GRANT ALL ON %s.* TO 'nit'@'%s';" % (db, HOST))
         self.run(['mariadb', '--no-defaults', '--socket=' + self.sock,
@@ -275,7 +284,7 @@ class Deployment:
             check=False, timeout=60).returncode == 0, 120, 2)
         self.run(ctl + ['add_user', 'nit', self.pw['rabbit']],
                  env=self.rabbit_env)
-        for vhost in ('nova_api', 'nova_cell1'):
+        for vhost in ('nova_api', 'nova_cell1', 'cinder'):
             self.run(ctl + ['add_vhost', vhost], env=self.rabbit_env)
             self.run(ctl + ['set_permissions', '-p', vhost, 'nit', '.*',
                             '.*', '.*'], env=self.rabbit_env)
@@ -372,7 +381,7 @@ class Deployment:
         service = idn.create_project(name='service', domain_id='default')
         demo = idn.create_project(name='demo', domain_id='default')
         roles = {r.name: r for r in idn.roles()}
-        for user in ('glance', 'nova', 'placement'):
+        for user in ('glance', 'nova', 'placement', 'cinder'):
             u = idn.create_user(name=user, password=self.pw[user],
                                 domain_id='default')
             idn.assign_project_role_to_user(service, u, roles['admin'])
@@ -389,7 +398,11 @@ class Deployment:
                 ('nova', 'compute', 'http://%s:%d/v2.1' % (
                     HOST, self.port['nova'])),
                 ('neutron', 'network', 'http://%s:%d' % (
-                    HOST, self.port['neutron']))):
+                    HOST, self.port['neutron'])),
+                # nova's [cinder] catalog_info looks for volumev3, tempest's
+                # [volume] catalog_type for block-storage: as devstack, both.
+                ('cinder', 'block-storage', self.cinder_url()),
+                ('cinderv3', 'volumev3', self.cinder_url())):
             svc = idn.create_service(name=name, type=stype)
             idn.create_endpoint(service_id=svc.id, interface='public',
                                 url=url, region_id='RegionOne')
@@ -418,6 +431,73 @@ class Deployment:
                   'db_sync'])
         self.gunicorn('glance', 'glance.wsgi.api:application',
                       self.port['glance'], {'OS_GLANCE_CONFIG_DIR': d})
+
+    def cinder_url(self):
+        return 'http://%s:%d/v3' % (HOST, self.port['cinder'])
+
+    def setup_cinder(self):
+        """cinder-api (gunicorn), cinder-scheduler and cinder-volume.
+
+        The backend is ``cinder_standin_driver.FileVolumeDriver``: cinder's
+        own fake LVM driver, keeping each volume as a sparse file (see
+        that module). :meth:`wait_cinder` waits for it to be schedulable.
+        """
+        d = os.path.join(self.work, 'cinder')
+        os.makedirs(os.path.join(d, 'state'))
+        shutil.copy(os.path.join(sys.prefix, 'etc', 'cinder',
+                                 'api-paste.ini'), d)
+        conf = os.path.join(d, 'cinder.conf')
+        # NOTE: cinder-volume runs qemu-img "as root": oslo.concurrency
+        # runs it directly when it is root already. Its privsep helpers
+        # would start with sudo, which this machine has not.
+        privsep = '%s --config-file %s' % (
+            os.path.join(BIN, 'privsep-helper'), conf)
+        self.write_conf(conf, {
+            'DEFAULT': {
+                'debug': 'True', 'transport_url': self.rabbit_url('cinder'),
+                'auth_strategy': 'keystone', 'my_ip': HOST,
+                'host': 'cinder', 'state_path': os.path.join(d, 'state'),
+                'api_paste_config': os.path.join(d, 'api-paste.ini'),
+                'enabled_backends': 'standin',
+                'glance_api_servers': 'http://%s:%d' % (
+                    HOST, self.port['glance']),
+            },
+            'database': {'connection': self.db_url('cinder')},
+            'keystone_authtoken': self.authtoken('cinder'),
+            'oslo_concurrency': {'lock_path': os.path.join(d, 'locks')},
+            'oslo_messaging_rabbit': {'heartbeat_timeout_threshold': '0'},
+            'standin': {
+                'volume_driver':
+                    'cinder_standin_driver.FileVolumeDriver',
+                'volume_backend_name': 'standin',
+            },
+            'cinder_sys_admin': {'helper_command': privsep},
+            'privsep_osbrick': {'helper_command': privsep},
+        })
+        self.cinder_conf = conf
+        self.run([os.path.join(BIN, 'cinder-manage'), '--config-file', conf,
+                  'db', 'sync'])
+        # NOTE: cinder's WSGI application reads no file named in the
+        # environment: oslo.config finds ~/cinder.conf.
+        self.gunicorn('cinder-api', 'cinder.wsgi.api:application',
+                      self.port['cinder'], {'HOME': d})
+        self.start('cinder-scheduler', [
+            os.path.join(BIN, 'cinder-scheduler'), '--config-file', conf])
+        self.start('cinder-volume', [
+            os.path.join(BIN, 'cinder-volume'), '--config-file', conf],
+            env={'PYTHONPATH': HERE})
+
+    def wait_cinder(self):
+        """Until cinder-volume's backend is up, as the scheduler sees it."""
+        def up():
+            services = self.osj('admin', 'volume', 'service', 'list',
+                                '--service', 'cinder-volume')
+            return any(s['State'] == 'up' and s['Status'] == 'enabled'
+                       for s in services or ())
+        self.wait_for('cinder-volume up', up, 180, 2)
+        # The scheduler has the backend's capacity once it logged them.
+        self.wait_log(self.procs['cinder-scheduler'][1],
+                      'Received volume service update from', 120)
 
     def setup_placement(self):
         d = os.path.join(self.work, 'placement')
@@ -460,6 +540,9 @@ class Deployment:
             'conductor': {'workers': '1'},
             'filter_scheduler': {
                 'enabled_filters': ','.join(NOVA_DEFAULT_FILTERS)},
+            'cinder': dict(self.ks_client_opts('nova'),
+                           os_region_name='RegionOne',
+                           catalog_info='volumev3::publicURL'),
             'quota': {'instances': '-1', 'cores': '-1', 'ram': '-1'},
             'image_traits': dict(IMAGE_TRAITS_OPTIONS, strategy=strategy),
             'oslo_messaging_rabbit': {'heartbeat_timeout_threshold': '0'},
@@ -635,6 +718,7 @@ def main():
         dep.phase('identity', dep.setup_identity)
         dep.phase('glance', dep.setup_glance)
         dep.phase('placement', dep.setup_placement)
+        dep.phase('cinder (started)', dep.setup_cinder)
         dep.phase('nova api and cells', dep.setup_nova)
         dep.phase('control (%s)' % strategies[0], dep.start_control,
                   strategies[0])
