@@ -59,3 +59,7 @@ class ExpectationsTest(testtools.TestCase):
             self.assertEqual(self.exp.ACCEPT, row['plain'], strategy)
             self.assertEqual(self.exp.REFUSE, row['placement_down'],
                              strategy)
+            # Refused before nova asks cinder to reimage: the deployment's
+            # cinder backend holds files, not bootable disks.
+            self.assertEqual(self.exp.REFUSE, row['volume_backed'],
+                             strategy)

@@ -668,6 +668,49 @@ class Deployment:
         self.osc('admin', 'server', 'set', '--state', 'active', server,
                  *(['--auto-approve'] if self._auto_approve else []))
 
+    def query(self, sql, args=None):
+        """Rows of one SELECT in nova's databases, as the job's DB user."""
+        import pymysql
+        conn = pymysql.connect(host=HOST, port=self.port['mysql'],
+                               user='nit', password=self.pw['db'],
+                               charset='utf8')
+        try:
+            with conn.cursor() as cur:
+                cur.execute(sql, args)
+                return cur.fetchall()
+        finally:
+            conn.close()
+
+    def image_state(self, instance):
+        """What nova's databases hold of INSTANCE's image, in one query.
+
+        :returns: a dict: ``image_ref`` (instances), ``sysmeta`` (the
+            ``image_*`` keys of instance_system_metadata), ``spec`` (the
+            request spec's JSON) and ``spec_image`` (the id of its image)
+        """
+        rows = self.query(
+            "SELECT 'ref', image_ref, NULL FROM nova_cell1.instances "
+            "WHERE uuid = %(u)s AND deleted = 0 "
+            "UNION ALL SELECT 'sys', `key`, value "
+            "FROM nova_cell1.instance_system_metadata "
+            "WHERE instance_uuid = %(u)s AND deleted = 0 "
+            "AND `key` LIKE 'image\\_%%' "
+            "UNION ALL SELECT 'spec', spec, NULL "
+            "FROM nova_api.request_specs WHERE instance_uuid = %(u)s",
+            {'u': instance})
+        state = {'image_ref': None, 'sysmeta': {}, 'spec': None}
+        for kind, a, b in rows:
+            if kind == 'ref':
+                state['image_ref'] = a
+            elif kind == 'sys':
+                state['sysmeta'][a] = b
+            else:
+                state['spec'] = a
+        spec = json.loads(state['spec'] or '{}').get('nova_object.data', {})
+        state['spec_image'] = (spec.get('image') or {}).get(
+            'nova_object.data', {}).get('id')
+        return state
+
     def osj(self, who, *args):
         out = self.osc(who, *(list(args) + ['-f', 'json'])).stdout
         return json.loads(out) if out.strip() else None

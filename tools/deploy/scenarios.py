@@ -12,9 +12,11 @@
 """The rebuilds of ``expectations.py``, driven with the ``openstack`` client.
 
 ``demo`` (a member of project ``demo``) boots, rebuilds and looks at its
-servers; ``admin`` makes the images, the traits and the nested provider,
-steers the boots to a host by disabling the other compute service, and
-resets a refused server to ACTIVE.
+servers (one of them volume-backed); ``admin`` makes the images, the
+traits and the nested provider, steers the boots to a host by disabling
+the other compute service, and resets a refused server to ACTIVE. After
+each refusal, nova's databases are read directly (``Deployment.image_state``,
+one query) for what they keep of the refused image.
 """
 
 import os
@@ -28,8 +30,9 @@ DECISION_RE = re.compile(r'Rebuild image traits decision: (.*)$')
 FERNET_RE = re.compile(r'gAAAAA[A-Za-z0-9_\-]{40,}')
 #: The image each case rebuilds to, and the server it rebuilds.
 CASE_IMAGE = {'gold': 'gold', 'absent': 'absent', 'nested': 'nested',
-              'plain': 'plain', 'placement_down': 'gold', 'vtpm': 'vtpm'}
-CASE_SERVER = {'nested': 'b'}
+              'plain': 'plain', 'placement_down': 'gold', 'vtpm': 'vtpm',
+              'volume_backed': 'absent'}
+CASE_SERVER = {'nested': 'b', 'volume_backed': 'v'}
 #: Images whose properties nova turns into requirements at boot.
 DERIVED_IMAGES = {'vtpm': ['hw_tpm_version=2.0', 'hw_tpm_model=tpm-crb']}
 #: What a refusal's fault must say, by case; by default the trait.
@@ -50,6 +53,8 @@ class Scenarios:
         self.dep = dep
         self.table = table
         self.results = []
+        #: server id: the server as an admin saw it once booted
+        self.booted = {}
 
     def admin(self, *args):
         return self.dep.osj('admin', *args)
@@ -106,8 +111,27 @@ class Scenarios:
         self.child = child
         self.servers = {'a': self.boot('nit-a', 'compute1'),
                         'b': self.boot('nit-b', 'compute2')}
+        dep.wait_cinder()
+        # Volume-backed: nova asks cinder for a volume made from the plain
+        # image, and boots from it.
+        self.servers['v'] = self.boot('nit-v', 'compute1',
+                                      '--boot-from-volume', '1')
+        shown = self.booted[self.servers['v']]
+        if self.image_id(shown) != '':
+            raise deploy.Failure('nit-v is not volume-backed: image %r' %
+                                 shown.get('image'))
+        volumes = shown.get('volumes_attached') or []
+        volume = self.admin('volume', 'show', volumes[0]['id'] if isinstance(
+            volumes, list) else re.search(r"id='([^']+)'", volumes).group(1))
+        meta = volume.get('volume_image_metadata') or {}
+        if (volume['status'] != 'in-use' or
+                meta.get('image_id') != self.images['plain']):
+            raise deploy.Failure('the volume of nit-v: %s, image %s' % (
+                volume['status'], meta.get('image_id')))
+        #: The image a volume-backed server's root volume holds.
+        self.volume_image = meta['image_id']
 
-    def boot(self, name, host):
+    def boot(self, name, host, *args):
         """As demo, with the other compute disabled for the boot."""
         other = 'compute2' if host == 'compute1' else 'compute1'
         self.dep.osc('admin', 'compute', 'service', 'set', '--disable',
@@ -115,7 +139,7 @@ class Scenarios:
         try:
             server = self.user('server', 'create', '--flavor', 'm1.nit',
                                '--image', self.images['plain'], '--nic',
-                               'none', '--wait', name)
+                               'none', *args, '--wait', name)
         finally:
             self.dep.osc('admin', 'compute', 'service', 'set', '--enable',
                          other, 'nova-compute')
@@ -125,6 +149,7 @@ class Scenarios:
             raise deploy.Failure('%s: %s on %s, wanted ACTIVE on %s' % (
                 name, shown['status'], shown.get('OS-EXT-SRV-ATTR:host'),
                 host))
+        self.booted[server['id']] = shown
         return server['id']
 
     # -- rebuilds --------------------------------------------------------
@@ -144,27 +169,35 @@ class Scenarios:
 
     @staticmethod
     def image_id(server):
+        """The server's image id; '' for a volume-backed server."""
         image = server.get('image')
         if isinstance(image, dict):
             return image.get('id')
+        if not image or 'booted from volume' in image:
+            # nova's API answers "", the client "N/A (booted from volume)".
+            return ''
         match = re.search(r'\(([0-9a-f-]{36})\)', image or '')
         return match.group(1) if match else image
 
     def log_size(self, name):
         return os.path.getsize(self.dep.control_logs[name])
 
-    def decisions_since(self, name, offset):
+    def log_offsets(self):
+        return {n: self.log_size(n) for n in self.dep.control_logs}
+
+    def log_since(self, name, offset):
         with open(self.dep.control_logs[name], errors='replace') as f:
             f.seek(offset)
-            return [_fields(m.group(1)) for m in map(
-                DECISION_RE.search, f.read().splitlines()) if m]
+            return f.read()
 
-    def rebuild(self, strategy, case):
+    def decisions_since(self, name, offset):
+        return [_fields(m.group(1)) for m in map(
+            DECISION_RE.search, self.log_since(name, offset).splitlines())
+            if m]
+
+    def before_rebuild(self, sid, image):
+        """Wait for SID to be idle; its image, and nova's database rows."""
         dep = self.dep
-        row = self.table[strategy]
-        want = row[case]
-        sid = self.servers[CASE_SERVER.get(case, 'a')]
-        image = self.images[CASE_IMAGE[case]]
         before = self.wait_idle(sid)
         if self.image_id(before) == image:
             # An earlier strategy accepted this very rebuild: a rebuild to
@@ -176,10 +209,67 @@ class Scenarios:
             if self.image_id(before) != self.images['plain']:
                 raise deploy.Failure('%s: could not go back to the plain '
                                      'image' % sid)
-        old_image = self.image_id(before)
-        offsets = {n: self.log_size(n)
-                   for n in ('super-conductor', 'cell1-conductor')}
-        dep.osc('demo', 'server', 'rebuild', '--image', image, sid)
+        return self.image_id(before), dep.image_state(sid)
+
+    def refused(self, shown, old_image, named):
+        """What is wrong with SHOWN, a server whose rebuild was refused."""
+        problems = []
+        if shown['status'] != 'ERROR':
+            problems.append('not refused: %s' % shown['status'])
+        if self.image_id(shown) != old_image:
+            problems.append('image not rolled back: %r, wanted %r' % (
+                self.image_id(shown), old_image))
+        fault = (shown.get('fault') or {}).get('message', '')
+        if named is not None and named not in fault:
+            problems.append('the fault does not name %s: %r' % (
+                named, fault))
+        return problems
+
+    def leftovers(self, sid, before, old_image, refused):
+        """What nova's databases keep of the refused image, as problems.
+
+        After a refusal, the instance's image_ref, the ``image_*`` keys
+        of its system metadata and its request spec's image must be those
+        of its current image (a volume-backed server: an empty image_ref,
+        the root volume's image in the request spec), and nothing may
+        name the refused image.
+        """
+        after = self.dep.image_state(sid)
+        problems = []
+        if after['image_ref'] != old_image:
+            problems.append('instances.image_ref is %r, wanted %r' % (
+                after['image_ref'], old_image))
+        if after['sysmeta'] != before['sysmeta']:
+            keys = sorted(k for k in set(after['sysmeta']) |
+                          set(before['sysmeta'])
+                          if after['sysmeta'].get(k) !=
+                          before['sysmeta'].get(k))
+            problems.append('image_* system metadata changed: %s' % ', '.join(
+                '%s=%r (was %r)' % (k, after['sysmeta'].get(k),
+                                    before['sysmeta'].get(k))
+                for k in keys))
+        if refused in repr(after['sysmeta']):
+            problems.append('the system metadata names the refused image')
+        current = old_image or self.volume_image
+        if after['spec_image'] != current:
+            problems.append('the request spec has image %s, wanted %s' % (
+                after['spec_image'], current))
+        if refused in (after['spec'] or ''):
+            problems.append('the request spec names the refused image')
+        return problems
+
+    def rebuild(self, strategy, case):
+        dep = self.dep
+        row = self.table[strategy]
+        want = row[case]
+        sid = self.servers[CASE_SERVER.get(case, 'a')]
+        image = self.images[CASE_IMAGE[case]]
+        old_image, db_before = self.before_rebuild(sid, image)
+        offsets = self.log_offsets()
+        # The client asks for --reimage-boot-volume to rebuild a
+        # volume-backed server to another image (compute API 2.93).
+        reimage = ['--reimage-boot-volume'] if old_image == '' else []
+        dep.osc('demo', 'server', 'rebuild', '--image', image, *reimage, sid)
         self.wait_idle(sid)
         shown = self.user('server', 'show', sid)
         problems = []
@@ -188,17 +278,11 @@ class Scenarios:
                 problems.append('not rebuilt: %s, image %s' % (
                     shown['status'], self.image_id(shown)))
         else:
-            if shown['status'] != 'ERROR':
-                problems.append('not refused: %s' % shown['status'])
-            if self.image_id(shown) != old_image:
-                problems.append('image not rolled back: %s' %
-                                self.image_id(shown))
-            fault = (shown.get('fault') or {}).get('message', '')
             named = FAULT_NAMES.get(case) or deploy.TRAITS.get(
                 CASE_IMAGE[case])
-            if case != 'placement_down' and named not in fault:
-                problems.append('the fault does not name %s: %r' % (
-                    named, fault))
+            problems += self.refused(
+                shown, old_image, None if case == 'placement_down' else named)
+            problems += self.leftovers(sid, db_before, old_image, image)
         # One decision line per rebuild, in the super conductor only; none
         # for an image that requires no trait.
         lines = self.decisions_since('super-conductor',
