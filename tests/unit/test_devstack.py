@@ -588,8 +588,31 @@ class TestOneSource(DevstackPluginTestCase):
             read_ini(self.nova_conf), 'filter_scheduler', 'enabled_filters'))
         self.assertIn('nova-image-traits-conductor', self.read(os.path.join(
             self.tmp, 'systemd', 'devstack@n-super-cond.service')))
+
+    def test_filter_options_agree(self):
+        # The deployment job runs the filter beside the hook (to check a
+        # refusal by the filter alone), set as a deployer sets it.
+        _hook_block, filter_block = self.readme_blocks()
         job = self.deploy_job()
-        self.assertNotIn('ImageTraitsFilter', job.NOVA_DEFAULT_FILTERS)
+        self.assertEqual(
+            values(filter_block, 'filter_scheduler', 'available_filters'),
+            job.FILTER_SCHEDULER_OPTIONS['available_filters'])
+        self.assertTrue(value(filter_block, 'filter_scheduler',
+                              'enabled_filters').endswith(
+                                  ',ImageTraitsFilter'))
+        # devstack, on a nova.conf that sets no filters, writes what the
+        # job writes: nova's default filters, and ours appended.
+        self.write(self.nova_conf, '[DEFAULT]\ndebug = True\n')
+        self.run_phase('stack', 'post-config')
+        ini = read_ini(self.nova_conf)
+        self.assertEqual(
+            values(ini, 'filter_scheduler', 'available_filters'),
+            job.FILTER_SCHEDULER_OPTIONS['available_filters'])
+        self.assertEqual(
+            value(ini, 'filter_scheduler', 'enabled_filters'),
+            job.FILTER_SCHEDULER_OPTIONS['enabled_filters'])
+        self.assertEqual(NOVA_DEFAULT_FILTERS,
+                         ','.join(job.NOVA_DEFAULT_FILTERS))
 
 
 class TestStubs(DevstackPluginTestCase):

@@ -67,6 +67,23 @@ TRAITS = {'gold': 'CUSTOM_NIT_GOLD', 'nested': 'CUSTOM_NIT_NESTED',
 #: the README and the devstack plugin.
 IMAGE_TRAITS_OPTIONS = {'fallback_strategy': 'root_traits',
                         'on_placement_error': 'reject'}
+#: nova's default [filter_scheduler] enabled_filters.
+NOVA_DEFAULT_FILTERS = ('ComputeFilter', 'ComputeCapabilitiesFilter',
+                        'ImagePropertiesFilter',
+                        'ServerGroupAntiAffinityFilter',
+                        'ServerGroupAffinityFilter')
+#: ImageTraitsFilter, enabled in nova-scheduler as the README's filter
+#: block and devstack/plugin.sh enable it: nova's filters and ours
+#: available, ours appended to nova's default enabled ones. The
+#: deployment runs it beside the hook, which a deployer need not (the
+#: README), so that a refusal by the filter alone is checked too.
+FILTER_SCHEDULER_OPTIONS = {
+    'available_filters': [
+        'nova.scheduler.filters.all_filters',
+        'nova_image_traits.filters.image_traits_filter.ImageTraitsFilter'],
+    'enabled_filters': ','.join(NOVA_DEFAULT_FILTERS +
+                                ('ImageTraitsFilter',)),
+}
 
 
 def nova_api_uses_eventlet():
@@ -538,8 +555,7 @@ class Deployment:
             'scheduler': {'discover_hosts_in_cells_interval': '-1',
                           'workers': '1'},
             'conductor': {'workers': '1'},
-            'filter_scheduler': {
-                'enabled_filters': ','.join(NOVA_DEFAULT_FILTERS)},
+            'filter_scheduler': dict(FILTER_SCHEDULER_OPTIONS),
             'cinder': dict(self.ks_client_opts('nova'),
                            os_region_name='RegionOne',
                            catalog_info='volumev3::publicURL'),
@@ -548,13 +564,19 @@ class Deployment:
             'oslo_messaging_rabbit': {'heartbeat_timeout_threshold': '0'},
         }
 
-    def write_nova_confs(self, strategy):
+    def write_nova_confs(self, strategy, scheduler_strategy=None):
         d = os.path.join(self.work, 'nova')
         api = self.nova_sections(self.rabbit_url('nova_api'), 'nova_cell0',
                                  strategy)
         api['api_database'] = {'connection': self.db_url('nova_api')}
         self.nova_conf = os.path.join(d, 'nova.conf')
         self.write_conf(self.nova_conf, api)
+        # nova-scheduler's own file: nova.conf, and its ImageTraitsFilter's
+        # strategy (the conductors' unless a phase says otherwise).
+        api['image_traits'] = dict(api['image_traits'],
+                                   strategy=scheduler_strategy or strategy)
+        self.scheduler_conf = os.path.join(d, 'nova-scheduler.conf')
+        self.write_conf(self.scheduler_conf, api)
         self.cell_conf = os.path.join(d, 'nova-cell1.conf')
         self.write_conf(self.cell_conf, self.nova_sections(
             self.rabbit_url('nova_cell1'), 'nova_cell1', strategy))
@@ -617,25 +639,44 @@ class Deployment:
                 out and False)
         self.wait_for('both computes mapped to cell1', discovered, 180, 3)
 
-    def start_control(self, strategy):
-        """The conductors and the scheduler, with STRATEGY."""
-        self.write_nova_confs(strategy)
+    def start_control(self, strategy, scheduler_strategy=None, hook=True):
+        """The conductors and the scheduler, with STRATEGY.
+
+        :param scheduler_strategy: ImageTraitsFilter's, if not STRATEGY
+        :param hook: False runs nova's own ``nova-conductor``
+        """
+        self.write_nova_confs(strategy, scheduler_strategy)
         self.control_logs = {}
-        for name, conf in (('super-conductor', self.nova_conf),
-                           ('cell1-conductor', self.cell_conf)):
+        conductor = ('nova-image-traits-conductor' if hook else
+                     'nova-conductor')
+        tag = strategy if hook else 'nova-conductor'
+        commands = {
+            'super-conductor': ([conductor, '--config-file', self.nova_conf],
+                                tag),
+            'cell1-conductor': ([conductor, '--config-file', self.cell_conf],
+                                tag),
+            'scheduler': (['nova-scheduler', '--config-file',
+                           self.scheduler_conf],
+                          scheduler_strategy or strategy),
+        }
+        # A later phase may append to the log of an earlier one: look for
+        # this start's lines only.
+        offsets = {}
+        for name, (argv, tag) in commands.items():
+            log = '%s.%s' % (name, tag)
+            path = os.path.join(self.logs, log + '.log')
+            offsets[name] = (os.path.getsize(path) if os.path.exists(path)
+                             else 0)
             self.control_logs[name] = self.start(
-                name, [os.path.join(BIN, 'nova-image-traits-conductor'),
-                       '--config-file', conf],
-                log='%s.%s' % (name, strategy))
-        self.control_logs['scheduler'] = self.start(
-            'scheduler', [os.path.join(BIN, 'nova-scheduler'),
-                          '--config-file', self.nova_conf],
-            log='scheduler.%s' % strategy)
-        for name in ('super-conductor', 'cell1-conductor'):
-            self.wait_log(self.control_logs[name], INSTALLED)
+                name, [os.path.join(BIN, argv[0])] + argv[1:], log=log)
+        if hook:
+            for name in ('super-conductor', 'cell1-conductor'):
+                self.wait_log(self.control_logs[name], INSTALLED,
+                              offset=offsets[name])
         for name in self.control_logs:
             self.wait_log(self.control_logs[name], 'Starting %s node' % (
-                'conductor' if 'conductor' in name else 'scheduler'), 120)
+                'conductor' if 'conductor' in name else 'scheduler'), 120,
+                offset=offsets[name])
 
     def stop_control(self):
         for name in ('scheduler', 'cell1-conductor', 'super-conductor'):
@@ -716,12 +757,6 @@ class Deployment:
         return json.loads(out) if out.strip() else None
 
 
-NOVA_DEFAULT_FILTERS = ('ComputeFilter', 'ComputeCapabilitiesFilter',
-                        'ImagePropertiesFilter',
-                        'ServerGroupAntiAffinityFilter',
-                        'ServerGroupAffinityFilter')
-
-
 def installed_strategies():
     """The choices of ``[image_traits] strategy`` in the installed package."""
     from nova_image_traits.conf import image_traits
@@ -769,7 +804,10 @@ def main():
         sc = Scenarios(dep, table)
         dep.phase('cloud contents', sc.prepare)
         for i, strategy in enumerate(strategies):
-            if i:
+            if i == len(strategies) - 1:
+                # Before the last strategy, whose control tempest uses.
+                dep.phase('refused by the filter alone', sc.run_filter_alone)
+            if i or len(strategies) == 1:
                 dep.phase('restart control (%s)' % strategy,
                           sc.restart_control, strategy)
             dep.phase('rebuilds (%s)' % strategy, sc.run_strategy, strategy)

@@ -45,7 +45,9 @@ The cases, each a rebuild of a server booted from the plain image:
 After every refusal, the deployment also checks nova's databases: the
 server's ``image_ref``, the ``image_*`` system metadata and the request
 spec's image are still the current image's, and none names the refused
-one.
+one. The refusals by ``ImageTraitsFilter`` alone, where the conductor
+accepts and the scheduler refuses, are not a column here: they need a
+filter strategy other than the conductors' (``scenarios.FILTER_ALONE``).
 
 A new strategy needs a row here; the driver refuses to run a strategy the
 package offers but this table does not know.
