@@ -614,6 +614,35 @@ class TestOneSource(DevstackPluginTestCase):
         self.assertEqual(NOVA_DEFAULT_FILTERS,
                          ','.join(job.NOVA_DEFAULT_FILTERS))
 
+    def test_precheck_paste_agrees(self):
+        # The job's api-paste.ini for its tempest phase is the one
+        # devstack writes, and passes devstack's own check.
+        job = self.deploy_job()
+        paste = os.path.join(self.conf_dir, 'api-paste.ini')
+        self.write(paste, TestPrecheckSwitch.PASTE)
+        self.run_phase('stack', 'post-config',
+                       NOVA_IMAGE_TRAITS_ENABLE_PRECHECK='True')
+        devstack = read_ini(paste)
+        deployed = job.add_precheck(TestPrecheckSwitch.PASTE)
+        self.write(paste, deployed)
+        self.assertEqual(dict(devstack), dict(read_ini(paste)))
+        self.run_phase('stack', 'extra',
+                       NOVA_IMAGE_TRAITS_ENABLE_PRECHECK='True',
+                       NOVA_IMAGE_TRAITS_ENABLE_HOOK='False',
+                       NOVA_IMAGE_TRAITS_ENABLE_FILTER='False')
+
+    def test_precheck_paste_needs_keystonecontext(self):
+        job = self.deploy_job()
+        e = self.assertRaises(
+            job.Failure, job.add_precheck,
+            TestPrecheckSwitch.PASTE.replace(' keystonecontext', ''))
+        self.assertIn('no keystonecontext', str(e))
+        e = self.assertRaises(
+            job.Failure, job.add_precheck,
+            TestPrecheckSwitch.PASTE.split('\n\n')[0])
+        self.assertIn('openstack_compute_api_v21_legacy_v2_compatible',
+                      str(e))
+
 
 class TestStubs(DevstackPluginTestCase):
     """The stand-ins behave like devstack's ini functions."""

@@ -20,9 +20,10 @@ PID (each in its own session, so that a service's own children go too):
 MariaDB and RabbitMQ from Debian; Keystone, Glance (file store), placement,
 cinder-api and nova-api under gunicorn; cinder-scheduler and cinder-volume;
 a super conductor (API-level queue) and a cell conductor (cell1's queue),
-both ``nova-image-traits-conductor``; nova-scheduler; two fake-driver
-computes; and a neutron stand-in (``neutron_standin.py``). Logs go to
-``<work>/logs``.
+both ``nova-image-traits-conductor``; nova-scheduler with
+``ImageTraitsFilter`` enabled beside nova's default filters; two
+fake-driver computes; and a neutron stand-in (``neutron_standin.py``).
+Logs go to ``<work>/logs``.
 
 Two stand-ins, because what they stand for cannot run here and no rebuild
 decision depends on it: neutron (``neutron_standin.py`` answers every read
@@ -35,10 +36,15 @@ guest and attaches a volume without connecting to it.
 Then, for every strategy the installed package offers, it restarts the
 conductors and the scheduler with that strategy and checks the rebuilds of
 ``expectations.py`` through the ``openstack`` client, as a user (boot,
-rebuild, show) and as an admin (images, traits, services, state resets).
+rebuild, show) and as an admin (images, traits, services, state resets),
+and after each refusal what nova's databases keep of the refused image.
+Then two refusals by ``ImageTraitsFilter`` alone (with the hook, and with
+nova's own ``nova-conductor``), and tempest with the nova-api pre-check
+in nova-api's paste pipeline and cinder available.
 """
 
 import argparse
+import datetime
 import importlib.metadata
 import json
 import os
@@ -67,6 +73,12 @@ TRAITS = {'gold': 'CUSTOM_NIT_GOLD', 'nested': 'CUSTOM_NIT_NESTED',
 #: the README and the devstack plugin.
 IMAGE_TRAITS_OPTIONS = {'fallback_strategy': 'root_traits',
                         'on_placement_error': 'reject'}
+#: The nova-api pre-check's paste filter, and the pipelines it goes in,
+#: as devstack/plugin.sh names them.
+PRECHECK = 'image_traits_precheck'
+PRECHECK_FACTORY = 'nova_image_traits.api.precheck:RebuildPrecheck.factory'
+PASTE_PIPELINES = ('openstack_compute_api_v21',
+                   'openstack_compute_api_v21_legacy_v2_compatible')
 #: nova's default [filter_scheduler] enabled_filters.
 NOVA_DEFAULT_FILTERS = ('ComputeFilter', 'ComputeCapabilitiesFilter',
                         'ImagePropertiesFilter',
@@ -598,11 +610,30 @@ class Deployment:
         self.run(nm + ['db', 'sync'])
         # cell1's schema: its [database] over nova.conf's [api_database].
         self.run(nm + ['--config-file', self.cell_conf, 'db', 'sync'])
+        self.start_nova_api()
+
+    def start_nova_api(self):
+        d = os.path.join(self.work, 'nova')
         self.gunicorn('nova-api', 'nova.wsgi.osapi_compute:application',
                       self.port['nova'], {'OS_NOVA_CONFIG_DIR': d,
                                           'OS_NOVA_CONFIG_FILES':
                                           'api-paste.ini;nova.conf'},
                       eventlet=nova_api_uses_eventlet())
+
+    def enable_precheck(self):
+        """nova-api again, with the pre-check in its paste pipelines.
+
+        As devstack/plugin.sh puts it there: right after keystonecontext
+        in the keystone pipeline of each compute API composite. nova-api
+        reads its [image_traits] from nova.conf, as written last.
+        """
+        path = os.path.join(self.work, 'nova', 'api-paste.ini')
+        with open(path) as f:
+            text = add_precheck(f.read(), path)
+        with open(path, 'w') as f:
+            f.write(text)
+        self.stop('nova-api')
+        self.start_nova_api()
 
     def start_computes(self):
         d = os.path.join(self.work, 'nova')
@@ -646,6 +677,9 @@ class Deployment:
         :param hook: False runs nova's own ``nova-conductor``
         """
         self.write_nova_confs(strategy, scheduler_strategy)
+        # nova writes services.updated_at in UTC, without a zone.
+        self.control_started = datetime.datetime.now(
+            datetime.timezone.utc).replace(tzinfo=None, microsecond=0)
         self.control_logs = {}
         conductor = ('nova-image-traits-conductor' if hook else
                      'nova-conductor')
@@ -722,6 +756,19 @@ class Deployment:
         finally:
             conn.close()
 
+    def wait_computes_report(self):
+        """Until both computes reported their state since control started.
+
+        A compute's state report that a stopped conductor took and never
+        answered holds its next one for the RPC timeout (60 s), and the
+        scheduler takes a compute silent for 60 s for down.
+        """
+        since = self.control_started
+        self.wait_for('both computes reporting since %s' % since, lambda: (
+            self.query("SELECT COUNT(*) FROM nova_cell1.services "
+                       "WHERE `binary` = 'nova-compute' AND deleted = 0 "
+                       "AND updated_at > %s", (since,))[0][0] == 2), 120, 2)
+
     def image_state(self, instance):
         """What nova's databases hold of INSTANCE's image, in one query.
 
@@ -755,6 +802,34 @@ class Deployment:
     def osj(self, who, *args):
         out = self.osc(who, *(list(args) + ['-f', 'json'])).stdout
         return json.loads(out) if out.strip() else None
+
+
+def add_precheck(text, path='api-paste.ini'):
+    """nova's api-paste.ini TEXT, with the pre-check in its pipelines.
+
+    :raises Failure: when a compute pipeline is missing or has no
+        keystonecontext
+    """
+    lines = text.splitlines()
+    section, done = None, set()
+    for i, line in enumerate(lines):
+        if line.startswith('['):
+            section = line.strip()[1:-1]
+        elif (section in ['composite:%s' % p for p in PASTE_PIPELINES] and
+              line.split('=')[0].strip() == 'keystone'):
+            words = line.split()
+            if 'keystonecontext' not in words:
+                raise Failure('[%s] keystone in %s has no keystonecontext'
+                              % (section, path))
+            at = words.index('keystonecontext') + 1
+            lines[i] = ' '.join(words[:at] + [PRECHECK] + words[at:])
+            done.add(section.split(':', 1)[1])
+    if done != set(PASTE_PIPELINES):
+        raise Failure('%s lacks the pipelines %s' % (
+            path, ', '.join(sorted(set(PASTE_PIPELINES) - done))))
+    lines += ['', '[filter:%s]' % PRECHECK,
+              'paste.filter_factory = %s' % PRECHECK_FACTORY]
+    return '\n'.join(lines) + '\n'
 
 
 def installed_strategies():
@@ -811,6 +886,8 @@ def main():
                 dep.phase('restart control (%s)' % strategy,
                           sc.restart_control, strategy)
             dep.phase('rebuilds (%s)' % strategy, sc.run_strategy, strategy)
+        dep.phase('nova-api with the pre-check', dep.enable_precheck)
+        dep.phase('computes reporting', dep.wait_computes_report)
         dep.phase('tempest', sc.run_tempest, strategies[-1])
         dep.phase('logs hold no secret', sc.check_secrets)
         ok = True
