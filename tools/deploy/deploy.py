@@ -150,19 +150,22 @@ class Deployment:
         self.note('started %s (pid %d), log %s' % (name, proc.pid, path))
         return path
 
-    def stop(self, name, timeout=30):
-        proc, _path = self.procs.pop(name)
-        if proc.poll() is None:
-            # The session this script started for it: its pid is the
-            # process group id.
-            os.killpg(proc.pid, signal.SIGTERM)
+    def stop(self, *names, timeout=30):
+        """Stop NAMES: each is sent SIGTERM first, then waited for."""
+        procs = [(name, self.procs.pop(name)[0]) for name in names]
+        for _name, proc in procs:
+            if proc.poll() is None:
+                # The session this script started for it: its pid is the
+                # process group id.
+                os.killpg(proc.pid, signal.SIGTERM)
+        for name, proc in procs:
             try:
                 proc.wait(timeout)
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
-        os.unlink(os.path.join(self.work, 'pids', name))
-        self.note('stopped %s' % name)
+            os.unlink(os.path.join(self.work, 'pids', name))
+            self.note('stopped %s' % name)
 
     def stop_all(self):
         for name in reversed(list(self.procs)):
@@ -713,8 +716,7 @@ class Deployment:
                 offset=offsets[name])
 
     def stop_control(self):
-        for name in ('scheduler', 'cell1-conductor', 'super-conductor'):
-            self.stop(name)
+        self.stop('scheduler', 'cell1-conductor', 'super-conductor')
 
     # -- the clients -----------------------------------------------------
 
