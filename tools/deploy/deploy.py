@@ -574,6 +574,10 @@ class Deployment:
             'cinder': dict(self.ks_client_opts('nova'),
                            os_region_name='RegionOne',
                            catalog_info='volumev3::publicURL'),
+            # cinder deletes an in-use volume attachment only for a request
+            # with a service token (bug 2004555), as a detach sends it.
+            'service_user': dict(self.ks_client_opts('nova'),
+                                 send_service_user_token='True'),
             'quota': {'instances': '-1', 'cores': '-1', 'ram': '-1'},
             'image_traits': dict(IMAGE_TRAITS_OPTIONS, strategy=strategy),
             'oslo_messaging_rabbit': {'heartbeat_timeout_threshold': '0'},
