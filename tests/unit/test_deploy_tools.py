@@ -9,11 +9,13 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""The deployment job's table of expectations (tools/deploy/)."""
+"""The deployment job's tables of expectations (tools/deploy/)."""
 
 import importlib.util
 import os
+import sys
 
+import fixtures
 import testtools
 
 from nova_image_traits.conf import image_traits
@@ -59,3 +61,39 @@ class ExpectationsTest(testtools.TestCase):
             self.assertEqual(self.exp.ACCEPT, row['plain'], strategy)
             self.assertEqual(self.exp.REFUSE, row['placement_down'],
                              strategy)
+            # Refused before nova asks cinder to reimage: the deployment's
+            # cinder backend holds files, not bootable disks.
+            self.assertEqual(self.exp.REFUSE, row['volume_backed'],
+                             strategy)
+
+
+class FilterAloneTest(testtools.TestCase):
+    """The refusals by ImageTraitsFilter alone agree with the table."""
+
+    def setUp(self):
+        super().setUp()
+        self.exp = _load('expectations')
+        # scenarios imports deploy and expectations by name, as it does
+        # when deploy.py runs it.
+        self.useFixture(fixtures.MonkeyPatch('sys.path',
+                                             [TOOLS] + sys.path))
+        for name in ('deploy', 'expectations'):
+            self.addCleanup(sys.modules.pop, name, None)
+        self.scenarios = _load('scenarios')
+
+    def test_the_conductor_accepts_and_the_filter_refuses(self):
+        for server, case, conductors, filter_strategy in (
+                self.scenarios.FILTER_ALONE):
+            self.assertIn(case, self.exp.CASES)
+            self.assertEqual(server,
+                             self.scenarios.CASE_SERVER.get(case, 'a'))
+            self.assertEqual(self.exp.REFUSE,
+                             self.exp.EXPECTED[filter_strategy][case])
+            if conductors is not None:
+                self.assertEqual(self.exp.ACCEPT,
+                                 self.exp.EXPECTED[conductors][case])
+
+    def test_with_and_without_the_hook(self):
+        hooks = [c is not None for _s, _c, c, _f in
+                 self.scenarios.FILTER_ALONE]
+        self.assertEqual([True, False], sorted(hooks, reverse=True))

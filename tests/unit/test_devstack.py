@@ -588,8 +588,60 @@ class TestOneSource(DevstackPluginTestCase):
             read_ini(self.nova_conf), 'filter_scheduler', 'enabled_filters'))
         self.assertIn('nova-image-traits-conductor', self.read(os.path.join(
             self.tmp, 'systemd', 'devstack@n-super-cond.service')))
+
+    def test_filter_options_agree(self):
+        # The deployment job runs the filter beside the hook (to check a
+        # refusal by the filter alone), set as a deployer sets it.
+        _hook_block, filter_block = self.readme_blocks()
         job = self.deploy_job()
-        self.assertNotIn('ImageTraitsFilter', job.NOVA_DEFAULT_FILTERS)
+        self.assertEqual(
+            values(filter_block, 'filter_scheduler', 'available_filters'),
+            job.FILTER_SCHEDULER_OPTIONS['available_filters'])
+        self.assertTrue(value(filter_block, 'filter_scheduler',
+                              'enabled_filters').endswith(
+                                  ',ImageTraitsFilter'))
+        # devstack, on a nova.conf that sets no filters, writes what the
+        # job writes: nova's default filters, and ours appended.
+        self.write(self.nova_conf, '[DEFAULT]\ndebug = True\n')
+        self.run_phase('stack', 'post-config')
+        ini = read_ini(self.nova_conf)
+        self.assertEqual(
+            values(ini, 'filter_scheduler', 'available_filters'),
+            job.FILTER_SCHEDULER_OPTIONS['available_filters'])
+        self.assertEqual(
+            value(ini, 'filter_scheduler', 'enabled_filters'),
+            job.FILTER_SCHEDULER_OPTIONS['enabled_filters'])
+        self.assertEqual(NOVA_DEFAULT_FILTERS,
+                         ','.join(job.NOVA_DEFAULT_FILTERS))
+
+    def test_precheck_paste_agrees(self):
+        # The job's api-paste.ini for its tempest phase is the one
+        # devstack writes, and passes devstack's own check.
+        job = self.deploy_job()
+        paste = os.path.join(self.conf_dir, 'api-paste.ini')
+        self.write(paste, TestPrecheckSwitch.PASTE)
+        self.run_phase('stack', 'post-config',
+                       NOVA_IMAGE_TRAITS_ENABLE_PRECHECK='True')
+        devstack = read_ini(paste)
+        deployed = job.add_precheck(TestPrecheckSwitch.PASTE)
+        self.write(paste, deployed)
+        self.assertEqual(dict(devstack), dict(read_ini(paste)))
+        self.run_phase('stack', 'extra',
+                       NOVA_IMAGE_TRAITS_ENABLE_PRECHECK='True',
+                       NOVA_IMAGE_TRAITS_ENABLE_HOOK='False',
+                       NOVA_IMAGE_TRAITS_ENABLE_FILTER='False')
+
+    def test_precheck_paste_needs_keystonecontext(self):
+        job = self.deploy_job()
+        e = self.assertRaises(
+            job.Failure, job.add_precheck,
+            TestPrecheckSwitch.PASTE.replace(' keystonecontext', ''))
+        self.assertIn('no keystonecontext', str(e))
+        e = self.assertRaises(
+            job.Failure, job.add_precheck,
+            TestPrecheckSwitch.PASTE.split('\n\n')[0])
+        self.assertIn('openstack_compute_api_v21_legacy_v2_compatible',
+                      str(e))
 
 
 class TestStubs(DevstackPluginTestCase):

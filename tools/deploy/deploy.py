@@ -13,23 +13,38 @@
 
 Run by ``tools/deploy/run.sh`` with the Python of the deployment venv, in
 which the nova-image-traits wheel, nova, placement, keystone, glance,
-gunicorn and the clients are installed.
+cinder, gunicorn and the clients are installed.
 
 Every service is a separate process this script starts and stops by its
 PID (each in its own session, so that a service's own children go too):
-MariaDB and RabbitMQ from Debian; Keystone, Glance (file store), placement
-and nova-api under gunicorn; a super conductor (API-level queue) and a
-cell conductor (cell1's queue), both ``nova-image-traits-conductor``;
-nova-scheduler; two fake-driver computes; and a neutron stand-in
-(``neutron_standin.py``). Logs go to ``<work>/logs``.
+MariaDB and RabbitMQ from Debian; Keystone, Glance (file store), placement,
+cinder-api and nova-api under gunicorn; cinder-scheduler and cinder-volume;
+a super conductor (API-level queue) and a cell conductor (cell1's queue),
+both ``nova-image-traits-conductor``; nova-scheduler with
+``ImageTraitsFilter`` enabled beside nova's default filters; two
+fake-driver computes; and a neutron stand-in (``neutron_standin.py``).
+Logs go to ``<work>/logs``.
+
+Two stand-ins, because what they stand for cannot run here and no rebuild
+decision depends on it: neutron (``neutron_standin.py`` answers every read
+with nothing), and cinder-volume's storage backend
+(``cinder_standin_driver.py``: cinder's own fake LVM driver, with each
+volume a sparse file that cinder's image code, with ``qemu-img``, really
+writes). nova-compute runs nova's ``fake.FakeDriver``, which boots no
+guest and attaches a volume without connecting to it.
 
 Then, for every strategy the installed package offers, it restarts the
 conductors and the scheduler with that strategy and checks the rebuilds of
 ``expectations.py`` through the ``openstack`` client, as a user (boot,
-rebuild, show) and as an admin (images, traits, services, state resets).
+rebuild, show) and as an admin (images, traits, services, state resets),
+and after each refusal what nova's databases keep of the refused image.
+Then two refusals by ``ImageTraitsFilter`` alone (with the hook, and with
+nova's own ``nova-conductor``), and tempest with the nova-api pre-check
+in nova-api's paste pipeline and cinder available.
 """
 
 import argparse
+import datetime
 import importlib.metadata
 import json
 import os
@@ -58,6 +73,29 @@ TRAITS = {'gold': 'CUSTOM_NIT_GOLD', 'nested': 'CUSTOM_NIT_NESTED',
 #: the README and the devstack plugin.
 IMAGE_TRAITS_OPTIONS = {'fallback_strategy': 'root_traits',
                         'on_placement_error': 'reject'}
+#: The nova-api pre-check's paste filter, and the pipelines it goes in,
+#: as devstack/plugin.sh names them.
+PRECHECK = 'image_traits_precheck'
+PRECHECK_FACTORY = 'nova_image_traits.api.precheck:RebuildPrecheck.factory'
+PASTE_PIPELINES = ('openstack_compute_api_v21',
+                   'openstack_compute_api_v21_legacy_v2_compatible')
+#: nova's default [filter_scheduler] enabled_filters.
+NOVA_DEFAULT_FILTERS = ('ComputeFilter', 'ComputeCapabilitiesFilter',
+                        'ImagePropertiesFilter',
+                        'ServerGroupAntiAffinityFilter',
+                        'ServerGroupAffinityFilter')
+#: ImageTraitsFilter, enabled in nova-scheduler as the README's filter
+#: block and devstack/plugin.sh enable it: nova's filters and ours
+#: available, ours appended to nova's default enabled ones. The
+#: deployment runs it beside the hook, which a deployer need not (the
+#: README), so that a refusal by the filter alone is checked too.
+FILTER_SCHEDULER_OPTIONS = {
+    'available_filters': [
+        'nova.scheduler.filters.all_filters',
+        'nova_image_traits.filters.image_traits_filter.ImageTraitsFilter'],
+    'enabled_filters': ','.join(NOVA_DEFAULT_FILTERS +
+                                ('ImageTraitsFilter',)),
+}
 
 
 def nova_api_uses_eventlet():
@@ -82,11 +120,11 @@ class Deployment:
         self.procs = {}
         self.timings = []
         names = ('mysql', 'rabbit', 'rabbit_dist', 'epmd', 'keystone',
-                 'glance', 'placement', 'nova', 'neutron')
+                 'glance', 'placement', 'nova', 'neutron', 'cinder')
         self.port = {n: base_port + i for i, n in enumerate(names)}
         self.pw = {n: secrets.token_hex(12) for n in (
             'db', 'rabbit', 'admin', 'demo', 'glance', 'nova',
-            'placement')}
+            'placement', 'cinder')}
         self.auth_url = 'http://%s:%d/v3' % (HOST, self.port['keystone'])
         self.secret_tokens = []
         self._auto_approve = None
@@ -112,19 +150,22 @@ class Deployment:
         self.note('started %s (pid %d), log %s' % (name, proc.pid, path))
         return path
 
-    def stop(self, name, timeout=30):
-        proc, _path = self.procs.pop(name)
-        if proc.poll() is None:
-            # The session this script started for it: its pid is the
-            # process group id.
-            os.killpg(proc.pid, signal.SIGTERM)
+    def stop(self, *names, timeout=30):
+        """Stop NAMES: each is sent SIGTERM first, then waited for."""
+        procs = [(name, self.procs.pop(name)[0]) for name in names]
+        for _name, proc in procs:
+            if proc.poll() is None:
+                # The session this script started for it: its pid is the
+                # process group id.
+                os.killpg(proc.pid, signal.SIGTERM)
+        for name, proc in procs:
             try:
                 proc.wait(timeout)
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
-        os.unlink(os.path.join(self.work, 'pids', name))
-        self.note('stopped %s' % name)
+            os.unlink(os.path.join(self.work, 'pids', name))
+            self.note('stopped %s' % name)
 
     def stop_all(self):
         for name in reversed(list(self.procs)):
@@ -237,7 +278,7 @@ class Deployment:
         sql = ["CREATE USER 'nit'@'%s' IDENTIFIED BY '%s';" % (
             HOST, self.pw['db'])]
         for db in ('keystone', 'glance', 'placement', 'nova_api',
-                   'nova_cell0', 'nova_cell1'):
+                   'nova_cell0', 'nova_cell1', 'cinder'):
             sql.append('CREATE DATABASE %s;' % db)
             sql.append("GRANT ALL ON %s.* TO 'nit'@'%s';" % (db, HOST))
         self.run(['mariadb', '--no-defaults', '--socket=' + self.sock,
@@ -275,7 +316,7 @@ class Deployment:
             check=False, timeout=60).returncode == 0, 120, 2)
         self.run(ctl + ['add_user', 'nit', self.pw['rabbit']],
                  env=self.rabbit_env)
-        for vhost in ('nova_api', 'nova_cell1'):
+        for vhost in ('nova_api', 'nova_cell1', 'cinder'):
             self.run(ctl + ['add_vhost', vhost], env=self.rabbit_env)
             self.run(ctl + ['set_permissions', '-p', vhost, 'nit', '.*',
                             '.*', '.*'], env=self.rabbit_env)
@@ -372,7 +413,7 @@ class Deployment:
         service = idn.create_project(name='service', domain_id='default')
         demo = idn.create_project(name='demo', domain_id='default')
         roles = {r.name: r for r in idn.roles()}
-        for user in ('glance', 'nova', 'placement'):
+        for user in ('glance', 'nova', 'placement', 'cinder'):
             u = idn.create_user(name=user, password=self.pw[user],
                                 domain_id='default')
             idn.assign_project_role_to_user(service, u, roles['admin'])
@@ -389,7 +430,11 @@ class Deployment:
                 ('nova', 'compute', 'http://%s:%d/v2.1' % (
                     HOST, self.port['nova'])),
                 ('neutron', 'network', 'http://%s:%d' % (
-                    HOST, self.port['neutron']))):
+                    HOST, self.port['neutron'])),
+                # nova's [cinder] catalog_info looks for volumev3, tempest's
+                # [volume] catalog_type for block-storage: as devstack, both.
+                ('cinder', 'block-storage', self.cinder_url()),
+                ('cinderv3', 'volumev3', self.cinder_url())):
             svc = idn.create_service(name=name, type=stype)
             idn.create_endpoint(service_id=svc.id, interface='public',
                                 url=url, region_id='RegionOne')
@@ -418,6 +463,73 @@ class Deployment:
                   'db_sync'])
         self.gunicorn('glance', 'glance.wsgi.api:application',
                       self.port['glance'], {'OS_GLANCE_CONFIG_DIR': d})
+
+    def cinder_url(self):
+        return 'http://%s:%d/v3' % (HOST, self.port['cinder'])
+
+    def setup_cinder(self):
+        """cinder-api (gunicorn), cinder-scheduler and cinder-volume.
+
+        The backend is ``cinder_standin_driver.FileVolumeDriver``: cinder's
+        own fake LVM driver, keeping each volume as a sparse file (see
+        that module). :meth:`wait_cinder` waits for it to be schedulable.
+        """
+        d = os.path.join(self.work, 'cinder')
+        os.makedirs(os.path.join(d, 'state'))
+        shutil.copy(os.path.join(sys.prefix, 'etc', 'cinder',
+                                 'api-paste.ini'), d)
+        conf = os.path.join(d, 'cinder.conf')
+        # NOTE: cinder-volume runs qemu-img "as root": oslo.concurrency
+        # runs it directly when it is root already. Its privsep helpers
+        # would start with sudo, which this machine has not.
+        privsep = '%s --config-file %s' % (
+            os.path.join(BIN, 'privsep-helper'), conf)
+        self.write_conf(conf, {
+            'DEFAULT': {
+                'debug': 'True', 'transport_url': self.rabbit_url('cinder'),
+                'auth_strategy': 'keystone', 'my_ip': HOST,
+                'host': 'cinder', 'state_path': os.path.join(d, 'state'),
+                'api_paste_config': os.path.join(d, 'api-paste.ini'),
+                'enabled_backends': 'standin',
+                'glance_api_servers': 'http://%s:%d' % (
+                    HOST, self.port['glance']),
+            },
+            'database': {'connection': self.db_url('cinder')},
+            'keystone_authtoken': self.authtoken('cinder'),
+            'oslo_concurrency': {'lock_path': os.path.join(d, 'locks')},
+            'oslo_messaging_rabbit': {'heartbeat_timeout_threshold': '0'},
+            'standin': {
+                'volume_driver':
+                    'cinder_standin_driver.FileVolumeDriver',
+                'volume_backend_name': 'standin',
+            },
+            'cinder_sys_admin': {'helper_command': privsep},
+            'privsep_osbrick': {'helper_command': privsep},
+        })
+        self.cinder_conf = conf
+        self.run([os.path.join(BIN, 'cinder-manage'), '--config-file', conf,
+                  'db', 'sync'])
+        # NOTE: cinder's WSGI application reads no file named in the
+        # environment: oslo.config finds ~/cinder.conf.
+        self.gunicorn('cinder-api', 'cinder.wsgi.api:application',
+                      self.port['cinder'], {'HOME': d})
+        self.start('cinder-scheduler', [
+            os.path.join(BIN, 'cinder-scheduler'), '--config-file', conf])
+        self.start('cinder-volume', [
+            os.path.join(BIN, 'cinder-volume'), '--config-file', conf],
+            env={'PYTHONPATH': HERE})
+
+    def wait_cinder(self):
+        """Until cinder-volume's backend is up, as the scheduler sees it."""
+        def up():
+            services = self.osj('admin', 'volume', 'service', 'list',
+                                '--service', 'cinder-volume')
+            return any(s['State'] == 'up' and s['Status'] == 'enabled'
+                       for s in services or ())
+        self.wait_for('cinder-volume up', up, 180, 2)
+        # The scheduler has the backend's capacity once it logged them.
+        self.wait_log(self.procs['cinder-scheduler'][1],
+                      'Received volume service update from', 120)
 
     def setup_placement(self):
         d = os.path.join(self.work, 'placement')
@@ -458,20 +570,32 @@ class Deployment:
             'scheduler': {'discover_hosts_in_cells_interval': '-1',
                           'workers': '1'},
             'conductor': {'workers': '1'},
-            'filter_scheduler': {
-                'enabled_filters': ','.join(NOVA_DEFAULT_FILTERS)},
+            'filter_scheduler': dict(FILTER_SCHEDULER_OPTIONS),
+            'cinder': dict(self.ks_client_opts('nova'),
+                           os_region_name='RegionOne',
+                           catalog_info='volumev3::publicURL'),
+            # cinder deletes an in-use volume attachment only for a request
+            # with a service token (bug 2004555), as a detach sends it.
+            'service_user': dict(self.ks_client_opts('nova'),
+                                 send_service_user_token='True'),
             'quota': {'instances': '-1', 'cores': '-1', 'ram': '-1'},
             'image_traits': dict(IMAGE_TRAITS_OPTIONS, strategy=strategy),
             'oslo_messaging_rabbit': {'heartbeat_timeout_threshold': '0'},
         }
 
-    def write_nova_confs(self, strategy):
+    def write_nova_confs(self, strategy, scheduler_strategy=None):
         d = os.path.join(self.work, 'nova')
         api = self.nova_sections(self.rabbit_url('nova_api'), 'nova_cell0',
                                  strategy)
         api['api_database'] = {'connection': self.db_url('nova_api')}
         self.nova_conf = os.path.join(d, 'nova.conf')
         self.write_conf(self.nova_conf, api)
+        # nova-scheduler's own file: nova.conf, and its ImageTraitsFilter's
+        # strategy (the conductors' unless a phase says otherwise).
+        api['image_traits'] = dict(api['image_traits'],
+                                   strategy=scheduler_strategy or strategy)
+        self.scheduler_conf = os.path.join(d, 'nova-scheduler.conf')
+        self.write_conf(self.scheduler_conf, api)
         self.cell_conf = os.path.join(d, 'nova-cell1.conf')
         self.write_conf(self.cell_conf, self.nova_sections(
             self.rabbit_url('nova_cell1'), 'nova_cell1', strategy))
@@ -493,11 +617,30 @@ class Deployment:
         self.run(nm + ['db', 'sync'])
         # cell1's schema: its [database] over nova.conf's [api_database].
         self.run(nm + ['--config-file', self.cell_conf, 'db', 'sync'])
+        self.start_nova_api()
+
+    def start_nova_api(self):
+        d = os.path.join(self.work, 'nova')
         self.gunicorn('nova-api', 'nova.wsgi.osapi_compute:application',
                       self.port['nova'], {'OS_NOVA_CONFIG_DIR': d,
                                           'OS_NOVA_CONFIG_FILES':
                                           'api-paste.ini;nova.conf'},
                       eventlet=nova_api_uses_eventlet())
+
+    def enable_precheck(self):
+        """nova-api again, with the pre-check in its paste pipelines.
+
+        As devstack/plugin.sh puts it there: right after keystonecontext
+        in the keystone pipeline of each compute API composite. nova-api
+        reads its [image_traits] from nova.conf, as written last.
+        """
+        path = os.path.join(self.work, 'nova', 'api-paste.ini')
+        with open(path) as f:
+            text = add_precheck(f.read(), path)
+        with open(path, 'w') as f:
+            f.write(text)
+        self.stop('nova-api')
+        self.start_nova_api()
 
     def start_computes(self):
         d = os.path.join(self.work, 'nova')
@@ -534,29 +677,50 @@ class Deployment:
                 out and False)
         self.wait_for('both computes mapped to cell1', discovered, 180, 3)
 
-    def start_control(self, strategy):
-        """The conductors and the scheduler, with STRATEGY."""
-        self.write_nova_confs(strategy)
+    def start_control(self, strategy, scheduler_strategy=None, hook=True):
+        """The conductors and the scheduler, with STRATEGY.
+
+        :param scheduler_strategy: ImageTraitsFilter's, if not STRATEGY
+        :param hook: False runs nova's own ``nova-conductor``
+        """
+        self.write_nova_confs(strategy, scheduler_strategy)
+        # nova writes services.updated_at in UTC, without a zone.
+        self.control_started = datetime.datetime.now(
+            datetime.timezone.utc).replace(tzinfo=None, microsecond=0)
         self.control_logs = {}
-        for name, conf in (('super-conductor', self.nova_conf),
-                           ('cell1-conductor', self.cell_conf)):
+        conductor = ('nova-image-traits-conductor' if hook else
+                     'nova-conductor')
+        tag = strategy if hook else 'nova-conductor'
+        commands = {
+            'super-conductor': ([conductor, '--config-file', self.nova_conf],
+                                tag),
+            'cell1-conductor': ([conductor, '--config-file', self.cell_conf],
+                                tag),
+            'scheduler': (['nova-scheduler', '--config-file',
+                           self.scheduler_conf],
+                          scheduler_strategy or strategy),
+        }
+        # A later phase may append to the log of an earlier one: look for
+        # this start's lines only.
+        offsets = {}
+        for name, (argv, tag) in commands.items():
+            log = '%s.%s' % (name, tag)
+            path = os.path.join(self.logs, log + '.log')
+            offsets[name] = (os.path.getsize(path) if os.path.exists(path)
+                             else 0)
             self.control_logs[name] = self.start(
-                name, [os.path.join(BIN, 'nova-image-traits-conductor'),
-                       '--config-file', conf],
-                log='%s.%s' % (name, strategy))
-        self.control_logs['scheduler'] = self.start(
-            'scheduler', [os.path.join(BIN, 'nova-scheduler'),
-                          '--config-file', self.nova_conf],
-            log='scheduler.%s' % strategy)
-        for name in ('super-conductor', 'cell1-conductor'):
-            self.wait_log(self.control_logs[name], INSTALLED)
+                name, [os.path.join(BIN, argv[0])] + argv[1:], log=log)
+        if hook:
+            for name in ('super-conductor', 'cell1-conductor'):
+                self.wait_log(self.control_logs[name], INSTALLED,
+                              offset=offsets[name])
         for name in self.control_logs:
             self.wait_log(self.control_logs[name], 'Starting %s node' % (
-                'conductor' if 'conductor' in name else 'scheduler'), 120)
+                'conductor' if 'conductor' in name else 'scheduler'), 120,
+                offset=offsets[name])
 
     def stop_control(self):
-        for name in ('scheduler', 'cell1-conductor', 'super-conductor'):
-            self.stop(name)
+        self.stop('scheduler', 'cell1-conductor', 'super-conductor')
 
     # -- the clients -----------------------------------------------------
 
@@ -585,15 +749,93 @@ class Deployment:
         self.osc('admin', 'server', 'set', '--state', 'active', server,
                  *(['--auto-approve'] if self._auto_approve else []))
 
+    def query(self, sql, args=None):
+        """Rows of one SELECT in nova's databases, as the job's DB user."""
+        import pymysql
+        conn = pymysql.connect(host=HOST, port=self.port['mysql'],
+                               user='nit', password=self.pw['db'],
+                               charset='utf8')
+        try:
+            with conn.cursor() as cur:
+                cur.execute(sql, args)
+                return cur.fetchall()
+        finally:
+            conn.close()
+
+    def wait_computes_report(self):
+        """Until both computes reported their state since control started.
+
+        A compute's state report that a stopped conductor took and never
+        answered holds its next one for the RPC timeout (60 s), and the
+        scheduler takes a compute silent for 60 s for down.
+        """
+        since = self.control_started
+        self.wait_for('both computes reporting since %s' % since, lambda: (
+            self.query("SELECT COUNT(*) FROM nova_cell1.services "
+                       "WHERE `binary` = 'nova-compute' AND deleted = 0 "
+                       "AND updated_at > %s", (since,))[0][0] == 2), 120, 2)
+
+    def image_state(self, instance):
+        """What nova's databases hold of INSTANCE's image, in one query.
+
+        :returns: a dict: ``image_ref`` (instances), ``sysmeta`` (the
+            ``image_*`` keys of instance_system_metadata), ``spec`` (the
+            request spec's JSON) and ``spec_image`` (the id of its image)
+        """
+        rows = self.query(
+            "SELECT 'ref', image_ref, NULL FROM nova_cell1.instances "
+            "WHERE uuid = %(u)s AND deleted = 0 "
+            "UNION ALL SELECT 'sys', `key`, value "
+            "FROM nova_cell1.instance_system_metadata "
+            "WHERE instance_uuid = %(u)s AND deleted = 0 "
+            "AND `key` LIKE 'image\\_%%' "
+            "UNION ALL SELECT 'spec', spec, NULL "
+            "FROM nova_api.request_specs WHERE instance_uuid = %(u)s",
+            {'u': instance})
+        state = {'image_ref': None, 'sysmeta': {}, 'spec': None}
+        for kind, a, b in rows:
+            if kind == 'ref':
+                state['image_ref'] = a
+            elif kind == 'sys':
+                state['sysmeta'][a] = b
+            else:
+                state['spec'] = a
+        spec = json.loads(state['spec'] or '{}').get('nova_object.data', {})
+        state['spec_image'] = (spec.get('image') or {}).get(
+            'nova_object.data', {}).get('id')
+        return state
+
     def osj(self, who, *args):
         out = self.osc(who, *(list(args) + ['-f', 'json'])).stdout
         return json.loads(out) if out.strip() else None
 
 
-NOVA_DEFAULT_FILTERS = ('ComputeFilter', 'ComputeCapabilitiesFilter',
-                        'ImagePropertiesFilter',
-                        'ServerGroupAntiAffinityFilter',
-                        'ServerGroupAffinityFilter')
+def add_precheck(text, path='api-paste.ini'):
+    """nova's api-paste.ini TEXT, with the pre-check in its pipelines.
+
+    :raises Failure: when a compute pipeline is missing or has no
+        keystonecontext
+    """
+    lines = text.splitlines()
+    section, done = None, set()
+    for i, line in enumerate(lines):
+        if line.startswith('['):
+            section = line.strip()[1:-1]
+        elif (section in ['composite:%s' % p for p in PASTE_PIPELINES] and
+              line.split('=')[0].strip() == 'keystone'):
+            words = line.split()
+            if 'keystonecontext' not in words:
+                raise Failure('[%s] keystone in %s has no keystonecontext'
+                              % (section, path))
+            at = words.index('keystonecontext') + 1
+            lines[i] = ' '.join(words[:at] + [PRECHECK] + words[at:])
+            done.add(section.split(':', 1)[1])
+    if done != set(PASTE_PIPELINES):
+        raise Failure('%s lacks the pipelines %s' % (
+            path, ', '.join(sorted(set(PASTE_PIPELINES) - done))))
+    lines += ['', '[filter:%s]' % PRECHECK,
+              'paste.filter_factory = %s' % PRECHECK_FACTORY]
+    return '\n'.join(lines) + '\n'
 
 
 def installed_strategies():
@@ -635,6 +877,7 @@ def main():
         dep.phase('identity', dep.setup_identity)
         dep.phase('glance', dep.setup_glance)
         dep.phase('placement', dep.setup_placement)
+        dep.phase('cinder (started)', dep.setup_cinder)
         dep.phase('nova api and cells', dep.setup_nova)
         dep.phase('control (%s)' % strategies[0], dep.start_control,
                   strategies[0])
@@ -642,10 +885,15 @@ def main():
         sc = Scenarios(dep, table)
         dep.phase('cloud contents', sc.prepare)
         for i, strategy in enumerate(strategies):
-            if i:
+            if i == len(strategies) - 1:
+                # Before the last strategy, whose control tempest uses.
+                dep.phase('refused by the filter alone', sc.run_filter_alone)
+            if i or len(strategies) == 1:
                 dep.phase('restart control (%s)' % strategy,
                           sc.restart_control, strategy)
             dep.phase('rebuilds (%s)' % strategy, sc.run_strategy, strategy)
+        dep.phase('nova-api with the pre-check', dep.enable_precheck)
+        dep.phase('computes reporting', dep.wait_computes_report)
         dep.phase('tempest', sc.run_tempest, strategies[-1])
         dep.phase('logs hold no secret', sc.check_secrets)
         ok = True

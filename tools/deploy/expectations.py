@@ -18,7 +18,9 @@ The deployment (see ``deploy.py``):
 * ``compute2``'s root has a child provider, created through the placement
   API, with ``CUSTOM_NIT_NESTED`` and no inventory;
 * ``CUSTOM_NIT_ABSENT`` exists in placement and is on no provider;
-* every server is booted from an image that requires no trait.
+* every server is booted from an image that requires no trait;
+  compute1 has one image-backed server and one volume-backed server (its
+  root volume created by cinder from that image).
 
 The cases, each a rebuild of a server booted from the plain image:
 
@@ -34,6 +36,18 @@ The cases, each a rebuild of a server booted from the plain image:
                 ``COMPUTE_SECURITY_TPM_2_0`` and ``COMPUTE_SECURITY_TPM_CRB``
                 at boot; no compute node here has them, so every strategy
                 refuses it, naming the property
+``volume_backed``  compute1's volume-backed server reimaged (compute API
+                2.93) to the image requiring ``CUSTOM_NIT_ABSENT``: every
+                strategy refuses it before nova asks cinder to reimage the
+                volume, and the server stays volume-backed (empty
+                ``image_ref``)
+
+After every refusal, the deployment also checks nova's databases: the
+server's ``image_ref``, the ``image_*`` system metadata and the request
+spec's image are still the current image's, and none names the refused
+one. The refusals by ``ImageTraitsFilter`` alone, where the conductor
+accepts and the scheduler refuses, are not a column here: they need a
+filter strategy other than the conductors' (``scenarios.FILTER_ALONE``).
 
 A new strategy needs a row here; the driver refuses to run a strategy the
 package offers but this table does not know.
@@ -42,7 +56,8 @@ package offers but this table does not know.
 ACCEPT = 'accept'
 REFUSE = 'refuse'
 
-CASES = ('gold', 'absent', 'nested', 'plain', 'placement_down', 'vtpm')
+CASES = ('gold', 'absent', 'nested', 'plain', 'placement_down', 'vtpm',
+         'volume_backed')
 
 #: strategy: {case: outcome}, and whether the strategy asks placement
 #: (then a refusal with placement stopped must name a cause).
@@ -52,32 +67,38 @@ EXPECTED = {
     'held_providers': {
         'gold': ACCEPT, 'absent': REFUSE, 'nested': REFUSE,
         'plain': ACCEPT, 'placement_down': REFUSE, 'vtpm': REFUSE,
+        'volume_backed': REFUSE,
         'asks_placement': True},
     # Only what the server was booted with; no placement request.
     'reject': {
         'gold': REFUSE, 'absent': REFUSE, 'nested': REFUSE,
         'plain': ACCEPT, 'placement_down': REFUSE, 'vtpm': REFUSE,
+        'volume_backed': REFUSE,
         'asks_placement': False},
     # The compute node's own traits.
     'root_traits': {
         'gold': ACCEPT, 'absent': REFUSE, 'nested': REFUSE,
         'plain': ACCEPT, 'placement_down': REFUSE, 'vtpm': REFUSE,
+        'volume_backed': REFUSE,
         'asks_placement': True},
     # The union of the tree's traits: the child's count.
     'tree_traits': {
         'gold': ACCEPT, 'absent': REFUSE, 'nested': ACCEPT,
         'plain': ACCEPT, 'placement_down': REFUSE, 'vtpm': REFUSE,
+        'volume_backed': REFUSE,
         'asks_placement': True},
     # As a new boot on this host: the unsuffixed group's traits must be on
     # the providers that serve its resources, and the child serves none.
     'in_tree_candidates': {
         'gold': ACCEPT, 'absent': REFUSE, 'nested': REFUSE,
         'plain': ACCEPT, 'placement_down': REFUSE, 'vtpm': REFUSE,
+        'volume_backed': REFUSE,
         'asks_placement': True},
     # The providers holding the server's allocations: the root only.
     'allocation_traits': {
         'gold': ACCEPT, 'absent': REFUSE, 'nested': REFUSE,
         'plain': ACCEPT, 'placement_down': REFUSE, 'vtpm': REFUSE,
+        'volume_backed': REFUSE,
         'asks_placement': True},
 }
 

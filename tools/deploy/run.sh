@@ -2,7 +2,8 @@
 # tools/deploy/run.sh: install nova-image-traits the way a deployer does
 # and run it in a small real cloud on 127.0.0.1 (see deploy.py).
 #
-# 1. MariaDB and RabbitMQ from Debian (apt-get; needs root).
+# 1. MariaDB, RabbitMQ and qemu-img (qemu-utils, for cinder's image
+#    code) from Debian (apt-get; needs root).
 # 2. The sdist and the wheel, built from a clean clone of this repository's
 #    committed HEAD.
 # 3. A fresh venv with the wheel (not editable) and the services of one
@@ -13,7 +14,7 @@
 # Environment:
 #   NIT_DEPLOY_DIR   work directory (default: <repo>/.deploy); its logs/
 #                    directory holds every service's log
-#   NIT_DEPLOY_PORT  first of the nine loopback ports used (default 17300)
+#   NIT_DEPLOY_PORT  first of the ten loopback ports used (default 17300)
 #   NIT_DEPLOY_SERIES  the nova series: 2026.2 (default; services on native
 #                    threads) or 2025.1 (services under eventlet)
 set -euo pipefail
@@ -25,10 +26,10 @@ SERIES=${NIT_DEPLOY_SERIES:-2026.2}
 # The services of each series; the libraries come from its constraints.
 case $SERIES in
     2025.1)
-        PINS="nova>=31.0.0,<32 openstack-placement>=13.0.0,<13.1 keystone>=27.0.0,<28 glance>=30.0.0,<31"
+        PINS="nova>=31.0.0,<32 openstack-placement>=13.0.0,<13.1 keystone>=27.0.0,<28 glance>=30.0.0,<31 cinder>=26.0.0,<27"
         ;;
     2026.2)
-        PINS="nova==34.0.0 openstack-placement==16.0.0 keystone==30.0.0 glance==33.0.0"
+        PINS="nova==34.0.0 openstack-placement==16.0.0 keystone==30.0.0 glance==33.0.0 cinder==29.0.0"
         ;;
     *)
         echo "NIT_DEPLOY_SERIES=$SERIES: the deployment job runs 2025.1 or 2026.2" >&2
@@ -51,12 +52,12 @@ function timed {
 }
 
 function apt_install {
-    if command -v mariadbd > /dev/null && [[ -x /usr/lib/rabbitmq/bin/rabbitmq-server ]]; then
-        echo "mariadb-server and rabbitmq-server already installed"
+    if command -v mariadbd > /dev/null && [[ -x /usr/lib/rabbitmq/bin/rabbitmq-server ]] && command -v qemu-img > /dev/null; then
+        echo "mariadb-server, rabbitmq-server and qemu-utils already installed"
         return
     fi
     apt-get update -q
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -q mariadb-server rabbitmq-server
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q mariadb-server rabbitmq-server qemu-utils
 }
 
 function build_wheel {
@@ -76,7 +77,7 @@ function make_venv {
     "$BUILD/venv/bin/pip" install --quiet -c "$CONSTRAINTS" \
         "$wheel" $PINS $TOOLS
     "$BUILD/venv/bin/pip" list --format=freeze > "$BUILD/pip-freeze.txt"
-    grep -iE '^(nova|openstack-placement|keystone|glance|eventlet)==' "$BUILD/pip-freeze.txt"
+    grep -iE '^(nova|openstack-placement|keystone|glance|cinder|eventlet)==' "$BUILD/pip-freeze.txt"
 }
 
 echo "== series $SERIES, constraints $CONSTRAINTS"
