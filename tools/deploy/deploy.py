@@ -50,20 +50,17 @@ import json
 import os
 import secrets
 import shutil
-import signal
 import socket
-import subprocess
 import sys
-import time
-import urllib.error
-import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import expectations  # noqa: E402
+import processes  # noqa: E402
+from processes import BIN  # noqa: E402
+from processes import Failure  # noqa: E402
+from processes import HERE  # noqa: E402
+from processes import HOST  # noqa: E402
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-BIN = os.path.dirname(sys.executable)
-HOST = '127.0.0.1'
 DECISION = 'Rebuild image traits decision:'
 INSTALLED = 'nova-image-traits rebuild hook installed in nova-conductor'
 TRAITS = {'gold': 'CUSTOM_NIT_GOLD', 'nested': 'CUSTOM_NIT_NESTED',
@@ -108,11 +105,7 @@ def nova_api_uses_eventlet():
     return int(importlib.metadata.version('nova').split('.')[0]) < 33
 
 
-class Failure(Exception):
-    pass
-
-
-class Deployment:
+class Deployment(processes.Processes):
 
     def __init__(self, work, base_port):
         self.work = work
@@ -128,116 +121,6 @@ class Deployment:
         self.auth_url = 'http://%s:%d/v3' % (HOST, self.port['keystone'])
         self.secret_tokens = []
         self._auto_approve = None
-
-    # -- processes -------------------------------------------------------
-
-    def _mask(self, text):
-        for value in self.pw.values():
-            text = text.replace(value, '***')
-        return text
-
-    def start(self, name, argv, env=None, cwd=None, log=None):
-        path = os.path.join(self.logs, (log or name) + '.log')
-        out = open(path, 'ab')
-        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, cwd=cwd,
-                                env=dict(os.environ, **(env or {})),
-                                start_new_session=True)
-        out.close()
-        self.procs[name] = (proc, path)
-        with open(os.path.join(self.work, 'pids', name), 'w') as f:
-            f.write('%d\n' % proc.pid)
-        self.note('started %s (pid %d), log %s' % (name, proc.pid, path))
-        return path
-
-    def stop(self, *names, timeout=30):
-        """Stop NAMES: each is sent SIGTERM first, then waited for."""
-        procs = [(name, self.procs.pop(name)[0]) for name in names]
-        for _name, proc in procs:
-            if proc.poll() is None:
-                # The session this script started for it: its pid is the
-                # process group id.
-                os.killpg(proc.pid, signal.SIGTERM)
-        for name, proc in procs:
-            try:
-                proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-            os.unlink(os.path.join(self.work, 'pids', name))
-            self.note('stopped %s' % name)
-
-    def stop_all(self):
-        for name in reversed(list(self.procs)):
-            try:
-                self.stop(name)
-            except Exception as e:  # keep stopping the others
-                self.note('could not stop %s: %s' % (name, e))
-
-    def check_alive(self):
-        dead = [(n, p.returncode, path)
-                for n, (p, path) in self.procs.items()
-                if p.poll() is not None]
-        if dead:
-            raise Failure('services exited: %s' % ', '.join(
-                '%s rc=%s (%s)' % d for d in dead))
-
-    def run(self, argv, env=None, check=True, cwd=None, timeout=600):
-        self.note('$ ' + self._mask(' '.join(argv)))
-        proc = subprocess.run(argv, env=dict(os.environ, **(env or {})),
-                              cwd=cwd, capture_output=True, text=True,
-                              stdin=subprocess.DEVNULL, timeout=timeout)
-        if check and proc.returncode:
-            raise Failure('%s exited %d:\n%s\n%s' % (
-                self._mask(' '.join(argv)), proc.returncode,
-                self._mask(proc.stdout[-3000:]),
-                self._mask(proc.stderr[-3000:])))
-        return proc
-
-    def note(self, text):
-        line = '%s %s' % (time.strftime('%H:%M:%S'), text)
-        print(line, flush=True)
-        with open(os.path.join(self.logs, 'deploy.log'), 'a') as f:
-            f.write(line + '\n')
-
-    def phase(self, name, func, *args):
-        self.note('== %s' % name)
-        start = time.monotonic()
-        result = func(*args)
-        elapsed = time.monotonic() - start
-        self.timings.append((name, elapsed))
-        self.note('== %s took %.0f s' % (name, elapsed))
-        return result
-
-    def wait_for(self, what, pred, timeout=120, interval=1.0):
-        deadline = time.monotonic() + timeout
-        while True:
-            self.check_alive()
-            result = pred()
-            if result:
-                return result
-            if time.monotonic() > deadline:
-                raise Failure('timed out after %d s waiting for %s' % (
-                    timeout, what))
-            time.sleep(interval)
-
-    def wait_http(self, url, timeout=120):
-        def up():
-            try:
-                urllib.request.urlopen(url, timeout=5).close()
-                return True
-            except urllib.error.HTTPError:
-                return True
-            except OSError:
-                return False
-        self.wait_for(url, up, timeout)
-
-    def wait_log(self, path, text, timeout=120, offset=0):
-        def found():
-            with open(path, errors='replace') as f:
-                f.seek(offset)
-                return text in f.read()
-        self.wait_for('%r in %s' % (text, path), found, timeout)
 
     # -- infrastructure --------------------------------------------------
 
