@@ -53,6 +53,7 @@ import shutil
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import clients  # noqa: E402
 import expectations  # noqa: E402
 import infrastructure  # noqa: E402
 import processes  # noqa: E402
@@ -81,7 +82,8 @@ def nova_api_uses_eventlet():
 class Deployment(processes.Processes,
                  infrastructure.Infrastructure,
                  service_config.ServiceConfig,
-                 shared_services.SharedServices):
+                 shared_services.SharedServices,
+                 clients.Clients):
 
     def __init__(self, work, base_port):
         self.work = work
@@ -222,31 +224,6 @@ class Deployment(processes.Processes,
 
     # -- the clients -----------------------------------------------------
 
-    def creds(self, who):
-        project = 'admin' if who == 'admin' else 'demo'
-        return {'OS_AUTH_URL': self.auth_url, 'OS_USERNAME': who,
-                'OS_PASSWORD': self.pw[who], 'OS_PROJECT_NAME': project,
-                'OS_USER_DOMAIN_NAME': 'Default',
-                'OS_PROJECT_DOMAIN_NAME': 'Default',
-                'OS_REGION_NAME': 'RegionOne', 'OS_INTERFACE': 'public',
-                'OS_IDENTITY_API_VERSION': '3',
-                'OS_COMPUTE_API_VERSION': '2.95'}
-
-    def osc(self, who, *args, check=True):
-        """Run the ``openstack`` client as ``admin`` or as ``demo``."""
-        return self.run([os.path.join(BIN, 'openstack')] + list(args),
-                        env=self.creds(who), check=check)
-
-    def reset_to_active(self, server):
-        """``openstack server set --state active``, as an admin."""
-        # NOTE(series 2025.1): python-openstackclient 7.5.0 neither asks
-        # for confirmation nor knows --auto-approve; later ones ask.
-        if self._auto_approve is None:
-            helptext = self.osc('admin', 'server', 'set', '--help').stdout
-            self._auto_approve = '--auto-approve' in helptext
-        self.osc('admin', 'server', 'set', '--state', 'active', server,
-                 *(['--auto-approve'] if self._auto_approve else []))
-
     def query(self, sql, args=None):
         """Rows of one SELECT in nova's databases, as the job's DB user."""
         import pymysql
@@ -302,10 +279,6 @@ class Deployment(processes.Processes,
         state['spec_image'] = (spec.get('image') or {}).get(
             'nova_object.data', {}).get('id')
         return state
-
-    def osj(self, who, *args):
-        out = self.osc(who, *(list(args) + ['-f', 'json'])).stdout
-        return json.loads(out) if out.strip() else None
 
 
 def installed_strategies():
