@@ -46,7 +46,6 @@ in nova-api's paste pipeline and cinder available.
 import argparse
 import datetime
 import importlib.metadata
-import json
 import os
 import secrets
 import shutil
@@ -56,6 +55,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import clients  # noqa: E402
 import expectations  # noqa: E402
 import infrastructure  # noqa: E402
+import nova_db  # noqa: E402
 import processes  # noqa: E402
 from processes import BIN  # noqa: E402
 from processes import HOST  # noqa: E402
@@ -83,7 +83,8 @@ class Deployment(processes.Processes,
                  infrastructure.Infrastructure,
                  service_config.ServiceConfig,
                  shared_services.SharedServices,
-                 clients.Clients):
+                 clients.Clients,
+                 nova_db.NovaDatabases):
 
     def __init__(self, work, base_port):
         self.work = work
@@ -221,64 +222,6 @@ class Deployment(processes.Processes,
 
     def stop_control(self):
         self.stop('scheduler', 'cell1-conductor', 'super-conductor')
-
-    # -- the clients -----------------------------------------------------
-
-    def query(self, sql, args=None):
-        """Rows of one SELECT in nova's databases, as the job's DB user."""
-        import pymysql
-        conn = pymysql.connect(host=HOST, port=self.port['mysql'],
-                               user='nit', password=self.pw['db'],
-                               charset='utf8')
-        try:
-            with conn.cursor() as cur:
-                cur.execute(sql, args)
-                return cur.fetchall()
-        finally:
-            conn.close()
-
-    def wait_computes_report(self):
-        """Until both computes reported their state since control started.
-
-        A compute's state report that a stopped conductor took and never
-        answered holds its next one for the RPC timeout (60 s), and the
-        scheduler takes a compute silent for 60 s for down.
-        """
-        since = self.control_started
-        self.wait_for('both computes reporting since %s' % since, lambda: (
-            self.query("SELECT COUNT(*) FROM nova_cell1.services "
-                       "WHERE `binary` = 'nova-compute' AND deleted = 0 "
-                       "AND updated_at > %s", (since,))[0][0] == 2), 120, 2)
-
-    def image_state(self, instance):
-        """What nova's databases hold of INSTANCE's image, in one query.
-
-        :returns: a dict: ``image_ref`` (instances), ``sysmeta`` (the
-            ``image_*`` keys of instance_system_metadata), ``spec`` (the
-            request spec's JSON) and ``spec_image`` (the id of its image)
-        """
-        rows = self.query(
-            "SELECT 'ref', image_ref, NULL FROM nova_cell1.instances "
-            "WHERE uuid = %(u)s AND deleted = 0 "
-            "UNION ALL SELECT 'sys', `key`, value "
-            "FROM nova_cell1.instance_system_metadata "
-            "WHERE instance_uuid = %(u)s AND deleted = 0 "
-            "AND `key` LIKE 'image\\_%%' "
-            "UNION ALL SELECT 'spec', spec, NULL "
-            "FROM nova_api.request_specs WHERE instance_uuid = %(u)s",
-            {'u': instance})
-        state = {'image_ref': None, 'sysmeta': {}, 'spec': None}
-        for kind, a, b in rows:
-            if kind == 'ref':
-                state['image_ref'] = a
-            elif kind == 'sys':
-                state['sysmeta'][a] = b
-            else:
-                state['spec'] = a
-        spec = json.loads(state['spec'] or '{}').get('nova_object.data', {})
-        state['spec_image'] = (spec.get('image') or {}).get(
-            'nova_object.data', {}).get('id')
-        return state
 
 
 def installed_strategies():
