@@ -53,6 +53,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import clients  # noqa: E402
+from cloud_contents import TRAITS  # noqa: E402
 import expectations  # noqa: E402
 import infrastructure  # noqa: E402
 import nova_db  # noqa: E402
@@ -65,8 +66,6 @@ import shared_services  # noqa: E402
 
 DECISION = 'Rebuild image traits decision:'
 INSTALLED = 'nova-image-traits rebuild hook installed in nova-conductor'
-TRAITS = {'gold': 'CUSTOM_NIT_GOLD', 'nested': 'CUSTOM_NIT_NESTED',
-          'absent': 'CUSTOM_NIT_ABSENT'}
 
 
 def nova_api_uses_eventlet():

@@ -22,10 +22,11 @@ one query) for what they keep of the refused image.
 import os
 import re
 
+import cloud_contents
+from cloud_contents import TRAITS
 import deploy
 import expectations
 
-PLACEMENT = ('--os-placement-api-version', '1.14')
 DECISION_RE = re.compile(r'Rebuild image traits decision: (.*)$')
 FERNET_RE = re.compile(r'gAAAAA[A-Za-z0-9_\-]{40,}')
 #: The image each case rebuilds to, and the server it rebuilds.
@@ -50,8 +51,6 @@ FILTER_ALONE = (
 #: What the hook restores after a refusal of an image-backed server.
 RESTORED = '(restored: image_ref, image properties, request spec;'
 NO_HOST = 'There are not enough hosts available.'
-#: Images whose properties nova turns into requirements at boot.
-DERIVED_IMAGES = {'vtpm': ['hw_tpm_version=2.0', 'hw_tpm_model=tpm-crb']}
 #: What a refusal's fault must say, by case; by default the trait.
 FAULT_NAMES = {'vtpm': 'hw_tpm_version=2.0 needs COMPUTE_SECURITY_TPM_2_0'}
 
@@ -64,7 +63,7 @@ def _fields(line):
     return fields
 
 
-class Scenarios:
+class Scenarios(cloud_contents.CloudContents):
 
     def __init__(self, dep, table):
         self.dep = dep
@@ -78,100 +77,6 @@ class Scenarios:
 
     def user(self, *args):
         return self.dep.osj('demo', *args)
-
-    # -- the cloud's contents --------------------------------------------
-
-    def provider(self, name):
-        rps = self.admin('resource', 'provider', 'list', '--name', name,
-                         *PLACEMENT)
-        return rps[0]['uuid'] if rps else None
-
-    def provider_traits(self, uuid):
-        return {t['name'] for t in self.admin(
-            'resource', 'provider', 'trait', 'list', uuid, *PLACEMENT)}
-
-    def prepare(self):
-        dep = self.dep
-        self.flavor = self.admin(
-            'flavor', 'create', '--vcpus', '1', '--ram', '128', '--disk',
-            '1', '--public', 'm1.nit')['id']
-        path = os.path.join(dep.work, 'image.raw')
-        with open(path, 'wb') as f:
-            f.write(b'\0' * 4096)
-        self.images = {}
-        for name in ('plain', 'plain2', 'gold', 'nested', 'absent', 'vtpm'):
-            props = []
-            if name in deploy.TRAITS:
-                props = ['--property', 'trait:%s=required' %
-                         deploy.TRAITS[name]]
-            for prop in DERIVED_IMAGES.get(name, ()):
-                props += ['--property', prop]
-            self.images[name] = self.admin(
-                'image', 'create', '--file', path, '--disk-format', 'raw',
-                '--container-format', 'bare', '--public', *props,
-                'nit-' + name)['id']
-        for trait in (deploy.TRAITS['nested'], deploy.TRAITS['absent']):
-            dep.osc('admin', 'trait', 'create', trait, *PLACEMENT)
-        self.roots = {h: dep.wait_for('resource provider %s' % h,
-                                      lambda h=h: self.provider(h), 120, 2)
-                      for h in ('compute1', 'compute2')}
-        # nova's provider.yaml put the gold trait on compute1's root.
-        dep.wait_for('%s on compute1' % deploy.TRAITS['gold'],
-                     lambda: deploy.TRAITS['gold'] in self.provider_traits(
-                         self.roots['compute1']), 120, 2)
-        # A nested child of compute2, through the placement API.
-        child = self.admin('resource', 'provider', 'create',
-                           '--parent-provider', self.roots['compute2'],
-                           'compute2-nit-child', *PLACEMENT)['uuid']
-        dep.osc('admin', 'resource', 'provider', 'trait', 'set', '--trait',
-                deploy.TRAITS['nested'], child, *PLACEMENT)
-        self.child = child
-        self.servers = {'a': self.boot('nit-a', 'compute1'),
-                        'b': self.boot('nit-b', 'compute2')}
-        dep.wait_cinder()
-        # Volume-backed: nova asks cinder for a volume made from the plain
-        # image, and boots from it.
-        self.servers['v'] = self.boot('nit-v', 'compute1',
-                                      '--boot-from-volume', '1')
-        shown = self.booted[self.servers['v']]
-        if self.image_id(shown) != '':
-            raise deploy.Failure('nit-v is not volume-backed: image %r' %
-                                 shown.get('image'))
-        # What cinder recorded of its root volume, in cinder's database.
-        rows = dep.query(
-            "SELECT v.status, m.value FROM nova_cell1.block_device_mapping b "
-            "JOIN cinder.volumes v ON v.id = b.volume_id "
-            "LEFT JOIN cinder.volume_glance_metadata m "
-            "ON m.volume_id = v.id AND m.`key` = 'image_id' "
-            "AND m.deleted = 0 "
-            "WHERE b.instance_uuid = %s AND b.boot_index = 0 "
-            "AND b.deleted = 0", (self.servers['v'],))
-        if rows != (('in-use', self.images['plain']),):
-            raise deploy.Failure('the root volume of nit-v, as (status, '
-                                 'image): %r' % (rows,))
-        #: The image a volume-backed server's root volume holds.
-        self.volume_image = self.images['plain']
-
-    def boot(self, name, host, *args):
-        """As demo, with the other compute disabled for the boot."""
-        other = 'compute2' if host == 'compute1' else 'compute1'
-        self.dep.osc('admin', 'compute', 'service', 'set', '--disable',
-                     other, 'nova-compute')
-        try:
-            server = self.user('server', 'create', '--flavor', 'm1.nit',
-                               '--image', self.images['plain'], '--nic',
-                               'none', *args, '--wait', name)
-        finally:
-            self.dep.osc('admin', 'compute', 'service', 'set', '--enable',
-                         other, 'nova-compute')
-        shown = self.admin('server', 'show', server['id'])
-        if shown['status'] != 'ACTIVE' or shown.get(
-                'OS-EXT-SRV-ATTR:host') != host:
-            raise deploy.Failure('%s: %s on %s, wanted ACTIVE on %s' % (
-                name, shown['status'], shown.get('OS-EXT-SRV-ATTR:host'),
-                host))
-        self.booted[server['id']] = shown
-        return server['id']
 
     # -- rebuilds --------------------------------------------------------
 
@@ -305,7 +210,7 @@ class Scenarios:
                 problems.append('not rebuilt: %s, image %s' % (
                     shown['status'], self.image_id(shown)))
         else:
-            named = FAULT_NAMES.get(case) or deploy.TRAITS.get(
+            named = FAULT_NAMES.get(case) or TRAITS.get(
                 CASE_IMAGE[case])
             problems += self.refused(
                 shown, old_image, None if case == 'placement_down' else named)
@@ -398,7 +303,7 @@ class Scenarios:
         shown = self.user('server', 'show', sid)
         problems = self.refused(shown, old_image, NO_HOST)
         fault = (shown.get('fault') or {}).get('message', '')
-        if deploy.TRAITS[case] in fault:
+        if TRAITS[case] in fault:
             problems.append('the fault names the trait: the filter should '
                             'only say no host: %r' % fault)
         # The decision, and its reason at INFO, in the scheduler's log.
