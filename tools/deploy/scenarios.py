@@ -24,8 +24,10 @@ import re
 
 import cloud_contents
 from cloud_contents import TRAITS
-import deploy
 import expectations
+from nova_services import INSTALLED
+from processes import BIN
+from processes import Failure
 
 DECISION_RE = re.compile(r'Rebuild image traits decision: (.*)$')
 FERNET_RE = re.compile(r'gAAAAA[A-Za-z0-9_\-]{40,}')
@@ -139,8 +141,8 @@ class Scenarios(cloud_contents.CloudContents):
             self.wait_idle(sid)
             before = dep.image_state(sid)
             if before['image_ref'] != self.images['plain']:
-                raise deploy.Failure('%s: could not go back to the plain '
-                                     'image' % sid)
+                raise Failure('%s: could not go back to the plain '
+                              'image' % sid)
         return before['image_ref'], before
 
     def refused(self, shown, old_image, named):
@@ -265,7 +267,7 @@ class Scenarios(cloud_contents.CloudContents):
                 if case == 'placement_down':
                     self.dep.start_placement()
         if failed:
-            raise deploy.Failure('%s: cases %s failed' % (
+            raise Failure('%s: cases %s failed' % (
                 strategy, ', '.join(failed)))
 
     # -- refusals by ImageTraitsFilter alone -----------------------------
@@ -290,8 +292,8 @@ class Scenarios(cloud_contents.CloudContents):
                                        conductors, filter_strategy):
                 failed.append(label)
         if failed:
-            raise deploy.Failure('refusals by the filter alone failed: %s'
-                                 % ', '.join(failed))
+            raise Failure('refusals by the filter alone failed: %s'
+                          % ', '.join(failed))
 
     def filter_rebuild(self, label, sid, case, conductors, filter_strategy):
         dep = self.dep
@@ -342,7 +344,7 @@ class Scenarios(cloud_contents.CloudContents):
             # nova's own conductor: no decision line, and nova rolls back
             # the image_ref only; the system metadata and the request spec
             # keep the refused image (nova bugs 1744325, 1746032).
-            if lines or cell_lines or deploy.INSTALLED in conductor_log:
+            if lines or cell_lines or INSTALLED in conductor_log:
                 problems.append('nova-conductor logged decisions: %r %r' % (
                     lines, cell_lines))
             if after['image_ref'] != old_image:
@@ -391,7 +393,7 @@ class Scenarios(cloud_contents.CloudContents):
         dep = self.dep
         ws = os.path.join(dep.work, 'tempest')
         # A workspace file of our own, not ~/.tempest/workspace.yaml.
-        dep.run([os.path.join(deploy.BIN, 'tempest'), 'init',
+        dep.run([os.path.join(BIN, 'tempest'), 'init',
                  '--workspace-path', os.path.join(dep.work,
                                                   'tempest-workspace.yaml'),
                  ws])
@@ -441,7 +443,7 @@ class Scenarios(cloud_contents.CloudContents):
                                   'nova': 'True'},
             'nova_image_traits': {'strategy': strategy, 'precheck': 'True'},
         })
-        proc = dep.run([os.path.join(deploy.BIN, 'tempest'), 'run',
+        proc = dep.run([os.path.join(BIN, 'tempest'), 'run',
                         '--concurrency', '1', '--regex', self.TEMPEST_REGEX,
                         '--exclude-regex', self.TEMPEST_EXCLUDE],
                        cwd=ws, check=False, timeout=1500)
@@ -463,7 +465,7 @@ class Scenarios(cloud_contents.CloudContents):
                    if not any(o.endswith(t) for o in ours) and not (
                        strategy == 'reject' and t.endswith('the_host_has'))]
         if proc.returncode or not passed or missing or not theirs:
-            raise deploy.Failure(
+            raise Failure(
                 'tempest failed (rc %d, %d of ours and %d of tempest\'s '
                 'rebuild tests passed; not passed: %s); see %s' % (
                     proc.returncode, len(ours), len(theirs),
@@ -486,5 +488,5 @@ class Scenarios(cloud_contents.CloudContents):
                 if FERNET_RE.search(text):
                     found.append('a token in %s' % path)
         if found:
-            raise deploy.Failure('secrets in the logs: %s' % found)
+            raise Failure('secrets in the logs: %s' % found)
         self.dep.note('no password and no token in %s' % self.dep.logs)
