@@ -81,13 +81,14 @@ class FilterAloneTest(testtools.TestCase):
             if name.endswith('.py'):
                 self.addCleanup(sys.modules.pop, name[:-3], None)
         self.scenarios = _load('scenarios')
+        self.checks = _load('rebuild_checks')
 
     def test_the_conductor_accepts_and_the_filter_refuses(self):
         for server, case, conductors, filter_strategy in (
                 self.scenarios.FILTER_ALONE):
             self.assertIn(case, self.exp.CASES)
             self.assertEqual(server,
-                             self.scenarios.CASE_SERVER.get(case, 'a'))
+                             self.checks.CASE_SERVER.get(case, 'a'))
             self.assertEqual(self.exp.REFUSE,
                              self.exp.EXPECTED[filter_strategy][case])
             if conductors is not None:
