@@ -24,13 +24,12 @@ import re
 
 import cloud_contents
 from cloud_contents import TRAITS
-import expectations
 from nova_services import INSTALLED
 from processes import BIN
 from processes import Failure
 import rebuild_checks
 from rebuild_checks import CASE_IMAGE
-from rebuild_checks import CASE_SERVER
+import strategy_cases
 
 FERNET_RE = re.compile(r'gAAAAA[A-Za-z0-9_\-]{40,}')
 #: The refusals by ImageTraitsFilter alone (run_filter_alone): the server,
@@ -50,12 +49,11 @@ FILTER_ALONE = (
 #: What the hook restores after a refusal of an image-backed server.
 RESTORED = '(restored: image_ref, image properties, request spec;'
 NO_HOST = 'There are not enough hosts available.'
-#: What a refusal's fault must say, by case; by default the trait.
-FAULT_NAMES = {'vtpm': 'hw_tpm_version=2.0 needs COMPUTE_SECURITY_TPM_2_0'}
 
 
 class Scenarios(cloud_contents.CloudContents,
-                rebuild_checks.RebuildChecks):
+                rebuild_checks.RebuildChecks,
+                strategy_cases.StrategyCases):
 
     def __init__(self, dep, table):
         self.dep = dep
@@ -69,84 +67,6 @@ class Scenarios(cloud_contents.CloudContents,
 
     def user(self, *args):
         return self.dep.osj('demo', *args)
-
-    def rebuild(self, strategy, case):
-        dep = self.dep
-        row = self.table[strategy]
-        want = row[case]
-        sid = self.servers[CASE_SERVER.get(case, 'a')]
-        image = self.images[CASE_IMAGE[case]]
-        old_image, db_before = self.before_rebuild(sid, image)
-        offsets = self.log_offsets()
-        # The client asks for --reimage-boot-volume to rebuild a
-        # volume-backed server to another image (compute API 2.93).
-        reimage = ['--reimage-boot-volume'] if old_image == '' else []
-        dep.osc('demo', 'server', 'rebuild', '--image', image, *reimage, sid)
-        self.wait_idle(sid)
-        shown = self.user('server', 'show', sid)
-        problems = []
-        if want == expectations.ACCEPT:
-            if shown['status'] != 'ACTIVE' or self.image_id(shown) != image:
-                problems.append('not rebuilt: %s, image %s' % (
-                    shown['status'], self.image_id(shown)))
-        else:
-            named = FAULT_NAMES.get(case) or TRAITS.get(
-                CASE_IMAGE[case])
-            problems += self.refused(
-                shown, old_image, None if case == 'placement_down' else named)
-            problems += self.leftovers(sid, db_before, old_image, image)
-        # One decision line per rebuild, in the super conductor only; none
-        # for an image that requires no trait.
-        lines = self.decisions_since('super-conductor',
-                                     offsets['super-conductor'])
-        cell_lines = self.decisions_since('cell1-conductor',
-                                          offsets['cell1-conductor'])
-        wanted_lines = 0 if case == 'plain' else 1
-        if len(lines) != wanted_lines or cell_lines:
-            problems.append('%d decision lines in the super conductor and '
-                            '%d in the cell conductor, wanted %d and 0' % (
-                                len(lines), len(cell_lines), wanted_lines))
-        elif lines:
-            d = lines[0]
-            allowed = str(want == expectations.ACCEPT)
-            if (d.get('strategy') != strategy or d.get('instance') != sid or
-                    d.get('allowed') != allowed):
-                problems.append('decision line %r' % d)
-            if (case == 'placement_down' and row['asks_placement'] and
-                    d.get('cause', '-') == '-'):
-                problems.append('no cause= with placement stopped: %r' % d)
-        # ImageTraitsFilter, with the same strategy, decides once more
-        # what the hook accepted; what the hook refused never reaches it.
-        sched = self.decisions_since('scheduler', offsets['scheduler'])
-        wanted_sched = int(want == expectations.ACCEPT and case != 'plain')
-        if len(sched) != wanted_sched:
-            problems.append('%d decision lines in the scheduler, wanted %d'
-                            % (len(sched), wanted_sched))
-        elif sched and (sched[0].get('strategy') != strategy or
-                        sched[0].get('instance') != sid or
-                        sched[0].get('allowed') != 'True'):
-            problems.append('scheduler decision line %r' % sched[0])
-        if shown['status'] == 'ERROR':
-            dep.reset_to_active(sid)
-        result = 'ok' if not problems else 'FAILED: ' + '; '.join(problems)
-        self.results.append((strategy, case, want, result))
-        dep.note('%-20s %-15s %-7s %s' % (strategy, case, want, result))
-        return not problems
-
-    def run_strategy(self, strategy):
-        failed = []
-        for case in expectations.CASES:
-            if case == 'placement_down':
-                self.dep.stop('placement')
-            try:
-                if not self.rebuild(strategy, case):
-                    failed.append(case)
-            finally:
-                if case == 'placement_down':
-                    self.dep.start_placement()
-        if failed:
-            raise Failure('%s: cases %s failed' % (
-                strategy, ', '.join(failed)))
 
     # -- refusals by ImageTraitsFilter alone -----------------------------
 
