@@ -17,6 +17,13 @@ traits and the nested provider, steers the boots to a host by disabling
 the other compute service, and resets a refused server to ACTIVE. After
 each refusal, nova's databases are read directly (``Deployment.image_state``,
 one query) for what they keep of the refused image.
+
+:class:`Scenarios` is made of the modules beside this one:
+``cloud_contents.py`` (the flavor, images, traits, providers and
+servers), ``rebuild_checks.py`` (what every rebuild case shares),
+``strategy_cases.py`` (the cases of one strategy), ``filter_alone.py``
+(the refusals by ImageTraitsFilter alone) and ``tempest_run.py``; the
+check that no log holds a secret is here.
 """
 
 import os
@@ -24,10 +31,10 @@ import re
 
 import cloud_contents
 import filter_alone
-from processes import BIN
 from processes import Failure
 import rebuild_checks
 import strategy_cases
+import tempest_run
 
 FERNET_RE = re.compile(r'gAAAAA[A-Za-z0-9_\-]{40,}')
 
@@ -35,7 +42,9 @@ FERNET_RE = re.compile(r'gAAAAA[A-Za-z0-9_\-]{40,}')
 class Scenarios(cloud_contents.CloudContents,
                 rebuild_checks.RebuildChecks,
                 strategy_cases.StrategyCases,
-                filter_alone.FilterAlone):
+                filter_alone.FilterAlone,
+                tempest_run.Tempest):
+    """The phases run in the cloud of Deployment DEP, checked by TABLE."""
 
     def __init__(self, dep, table):
         self.dep = dep
@@ -49,113 +58,6 @@ class Scenarios(cloud_contents.CloudContents,
 
     def user(self, *args):
         return self.dep.osj('demo', *args)
-
-    # -- tempest ---------------------------------------------------------
-
-    TEMPEST_REGEX = (r'^(nova_image_traits_tempest_plugin\.|'
-                     r'tempest\.api\.compute\.servers\.test_server_actions'
-                     r'\.\S*rebuild)')
-    # NOTE: tempest's reimage test logs into the guest over SSH before and
-    # after; nova's fake driver has no guest.
-    TEMPEST_EXCLUDE = (r'ServerActionsV293TestJSON\.'
-                       r'test_rebuild_volume_backed_server')
-    #: The plugin's tests that must run and pass here: the pre-check is
-    #: in nova-api's pipeline and cinder is there. (With the pre-check,
-    #: the conductor's refusal of an image-backed server is skipped by
-    #: design, the rebuild cases check it; the acceptance is skipped with
-    #: strategy reject.)
-    TEMPEST_REQUIRED = (
-        'RebuildWithImageTraitsTest.'
-        'test_rebuild_refused_by_the_api_leaves_the_server_untouched',
-        'RebuildWithImageTraitsTest.'
-        'test_rebuild_to_image_requiring_a_trait_the_host_has',
-        'VolumeBackedReimageRefusalTest.'
-        'test_refused_reimage_keeps_the_server_volume_backed',
-    )
-
-    def run_tempest(self, strategy):
-        """Our plugin's tests and tempest's own rebuild tests."""
-        dep = self.dep
-        ws = os.path.join(dep.work, 'tempest')
-        # A workspace file of our own, not ~/.tempest/workspace.yaml.
-        dep.run([os.path.join(BIN, 'tempest'), 'init',
-                 '--workspace-path', os.path.join(dep.work,
-                                                  'tempest-workspace.yaml'),
-                 ws])
-        dep.write_conf(os.path.join(ws, 'etc', 'tempest.conf'), {
-            # NOTE(founders): tempest's own debug log is a client's, kept
-            # beside its workspace and out of the services' logs that must hold
-            # no secret.
-            'DEFAULT': {'debug': 'True', 'log_file': os.path.join(
-                ws, 'tempest.log')},
-            'auth': {'admin_username': 'admin',
-                     'admin_password': dep.pw['admin'],
-                     'admin_project_name': 'admin',
-                     'admin_domain_name': 'Default',
-                     'use_dynamic_credentials': 'True',
-                     'tempest_roles': 'member,reader'},
-            'identity': {'uri_v3': dep.auth_url, 'auth_version': 'v3',
-                         'region': 'RegionOne',
-                         'v3_endpoint_type': 'public'},
-            'identity-feature-enabled': {'api_v2': 'False'},
-            'compute': {'image_ref': self.images['plain'],
-                        'image_ref_alt': self.images['plain2'],
-                        'flavor_ref': self.flavor,
-                        'flavor_ref_alt': self.flavor,
-                        'endpoint_type': 'public', 'region': 'RegionOne',
-                        'min_compute_nodes': '2',
-                        # VolumeBackedReimageRefusalTest needs 2.93.
-                        'max_microversion': 'latest',
-                        'build_timeout': '120'},
-            'compute-feature-enabled': {'console_output': 'False',
-                                        'change_password': 'False',
-                                        'resize': 'False',
-                                        'cold_migration': 'False',
-                                        'live_migration': 'False',
-                                        'snapshot': 'False',
-                                        'attach_encrypted_volume': 'False'},
-            'image': {'endpoint_type': 'public', 'region': 'RegionOne'},
-            'placement': {'endpoint_type': 'public',
-                          'region': 'RegionOne',
-                          'max_microversion': 'latest'},
-            'validation': {'run_validation': 'False'},
-            'volume': {'endpoint_type': 'public', 'region': 'RegionOne',
-                       'catalog_type': 'block-storage',
-                       'max_microversion': 'latest',
-                       'volume_size': '1', 'build_timeout': '120'},
-            'service_available': {'neutron': 'False', 'cinder': 'True',
-                                  'swift': 'False', 'glance': 'True',
-                                  'nova': 'True'},
-            'nova_image_traits': {'strategy': strategy, 'precheck': 'True'},
-        })
-        proc = dep.run([os.path.join(BIN, 'tempest'), 'run',
-                        '--concurrency', '1', '--regex', self.TEMPEST_REGEX,
-                        '--exclude-regex', self.TEMPEST_EXCLUDE],
-                       cwd=ws, check=False, timeout=1500)
-        with open(os.path.join(dep.logs, 'tempest-run.log'), 'w') as f:
-            f.write(proc.stdout + proc.stderr)
-        out = proc.stdout
-        passed = re.search(r'- Passed: (\d+)', out)
-        dep.note('tempest: %s' % ' '.join(
-            line.strip() for line in out.splitlines()
-            if re.match(r'\s*- (Passed|Skipped|Failed)', line)))
-        ours = re.findall(r'nova_image_traits_tempest_plugin\.([\w.]+)\S* '
-                          r'\[[^]]*\] \.\.\. ok', out)
-        theirs = re.findall(r'test_server_actions\.\S*rebuild\S* '
-                            r'\[[^]]*\] \.\.\. ok', out)
-        dep.note('tempest: ours passed: %s' % ', '.join(
-            t.rsplit('.', 2)[-2] + '.' + t.rsplit('.', 1)[-1]
-            for t in ours))
-        missing = [t for t in self.TEMPEST_REQUIRED
-                   if not any(o.endswith(t) for o in ours) and not (
-                       strategy == 'reject' and t.endswith('the_host_has'))]
-        if proc.returncode or not passed or missing or not theirs:
-            raise Failure(
-                'tempest failed (rc %d, %d of ours and %d of tempest\'s '
-                'rebuild tests passed; not passed: %s); see %s' % (
-                    proc.returncode, len(ours), len(theirs),
-                    ', '.join(missing) or '-',
-                    os.path.join(dep.logs, 'tempest-run.log')))
 
     # -- logs ------------------------------------------------------------
 
