@@ -41,6 +41,15 @@ and after each refusal what nova's databases keep of the refused image.
 Then two refusals by ``ImageTraitsFilter`` alone (with the hook, and with
 nova's own ``nova-conductor``), and tempest with the nova-api pre-check
 in nova-api's paste pipeline and cinder available.
+
+:class:`Deployment` is made of the modules beside this one, one a role:
+``processes.py`` (the service processes, the commands and this job's
+log), ``infrastructure.py`` (MariaDB, RabbitMQ, the neutron stand-in),
+``service_config.py`` (the configuration files), ``shared_services.py``
+(Keystone, Glance, placement, cinder), ``nova_services.py`` (nova-api,
+the cells, the computes, the conductors and the scheduler),
+``clients.py`` (the ``openstack`` client) and ``nova_db.py`` (what is read
+in nova's databases). ``scenarios.py`` runs the phases in that cloud.
 """
 
 import argparse
@@ -68,6 +77,7 @@ class Deployment(processes.Processes,
                  clients.Clients,
                  nova_db.NovaDatabases,
                  nova_services.NovaServices):
+    """The cloud in WORK, on the loopback ports from BASE_PORT on."""
 
     def __init__(self, work, base_port):
         self.work = work
