@@ -73,20 +73,22 @@ class FilterAloneTest(testtools.TestCase):
     def setUp(self):
         super().setUp()
         self.exp = _load('expectations')
-        # scenarios imports deploy and expectations by name, as it does
+        # filter_alone imports the modules beside it by name, as it does
         # when deploy.py runs it.
         self.useFixture(fixtures.MonkeyPatch('sys.path',
                                              [TOOLS] + sys.path))
-        for name in ('deploy', 'expectations'):
-            self.addCleanup(sys.modules.pop, name, None)
-        self.scenarios = _load('scenarios')
+        for name in os.listdir(TOOLS):
+            if name.endswith('.py'):
+                self.addCleanup(sys.modules.pop, name[:-3], None)
+        self.filter_alone = _load('filter_alone')
+        self.checks = _load('rebuild_checks')
 
     def test_the_conductor_accepts_and_the_filter_refuses(self):
         for server, case, conductors, filter_strategy in (
-                self.scenarios.FILTER_ALONE):
+                self.filter_alone.FILTER_ALONE):
             self.assertIn(case, self.exp.CASES)
             self.assertEqual(server,
-                             self.scenarios.CASE_SERVER.get(case, 'a'))
+                             self.checks.CASE_SERVER.get(case, 'a'))
             self.assertEqual(self.exp.REFUSE,
                              self.exp.EXPECTED[filter_strategy][case])
             if conductors is not None:
@@ -95,5 +97,5 @@ class FilterAloneTest(testtools.TestCase):
 
     def test_with_and_without_the_hook(self):
         hooks = [c is not None for _s, _c, c, _f in
-                 self.scenarios.FILTER_ALONE]
+                 self.filter_alone.FILTER_ALONE]
         self.assertEqual([True, False], sorted(hooks, reverse=True))

@@ -23,6 +23,7 @@ import collections
 import importlib.util
 import os
 import subprocess
+import sys
 
 import fixtures
 import testtools
@@ -552,9 +553,15 @@ class TestOneSource(DevstackPluginTestCase):
         return blocks
 
     def deploy_job(self):
+        """The job's configuration files (tools/deploy/service_config.py)."""
+        tools = os.path.join(ROOT, 'tools', 'deploy')
+        # It imports the modules beside it by name, as when deploy.py runs.
+        self.useFixture(fixtures.MonkeyPatch('sys.path', [tools] + sys.path))
+        for name in os.listdir(tools):
+            if name.endswith('.py'):
+                self.addCleanup(sys.modules.pop, name[:-3], None)
         spec = importlib.util.spec_from_file_location(
-            'nit_deploy_job', os.path.join(ROOT, 'tools', 'deploy',
-                                           'deploy.py'))
+            'nit_deploy_job', os.path.join(tools, 'service_config.py'))
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
         return module

@@ -1,0 +1,129 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""What the cloud holds before any rebuild, made through its APIs.
+
+The traits (``TRAITS``: compute1's root gets the gold one from nova's
+``provider.yaml``, a child provider of compute2 the nested one, and the
+absent one is on no provider), the flavor ``m1.nit``, the images (one
+requiring each trait, a vTPM one, and ``nit-plain`` and ``nit-plain2``
+requiring nothing) and the servers ``nit-a`` (compute1), ``nit-b``
+(compute2) and the volume-backed ``nit-v`` (compute1), all booted from
+the plain image by ``demo``; what cinder recorded of ``nit-v``'s root
+volume is checked in its database.
+"""
+
+import os
+
+from processes import Failure
+
+#: The trait each image of that name requires.
+TRAITS = {'gold': 'CUSTOM_NIT_GOLD', 'nested': 'CUSTOM_NIT_NESTED',
+          'absent': 'CUSTOM_NIT_ABSENT'}
+PLACEMENT = ('--os-placement-api-version', '1.14')
+#: Images whose properties nova turns into requirements at boot.
+DERIVED_IMAGES = {'vtpm': ['hw_tpm_version=2.0', 'hw_tpm_model=tpm-crb']}
+
+
+class CloudContents:
+    """The flavor, the images, the traits, the providers and the servers."""
+
+    def provider(self, name):
+        rps = self.admin('resource', 'provider', 'list', '--name', name,
+                         *PLACEMENT)
+        return rps[0]['uuid'] if rps else None
+
+    def provider_traits(self, uuid):
+        return {t['name'] for t in self.admin(
+            'resource', 'provider', 'trait', 'list', uuid, *PLACEMENT)}
+
+    def prepare(self):
+        dep = self.dep
+        self.flavor = self.admin(
+            'flavor', 'create', '--vcpus', '1', '--ram', '128', '--disk',
+            '1', '--public', 'm1.nit')['id']
+        path = os.path.join(dep.work, 'image.raw')
+        with open(path, 'wb') as f:
+            f.write(b'\0' * 4096)
+        self.images = {}
+        for name in ('plain', 'plain2', 'gold', 'nested', 'absent', 'vtpm'):
+            props = []
+            if name in TRAITS:
+                props = ['--property', 'trait:%s=required' %
+                         TRAITS[name]]
+            for prop in DERIVED_IMAGES.get(name, ()):
+                props += ['--property', prop]
+            self.images[name] = self.admin(
+                'image', 'create', '--file', path, '--disk-format', 'raw',
+                '--container-format', 'bare', '--public', *props,
+                'nit-' + name)['id']
+        for trait in (TRAITS['nested'], TRAITS['absent']):
+            dep.osc('admin', 'trait', 'create', trait, *PLACEMENT)
+        self.roots = {h: dep.wait_for('resource provider %s' % h,
+                                      lambda h=h: self.provider(h), 120, 2)
+                      for h in ('compute1', 'compute2')}
+        # nova's provider.yaml put the gold trait on compute1's root.
+        dep.wait_for('%s on compute1' % TRAITS['gold'],
+                     lambda: TRAITS['gold'] in self.provider_traits(
+                         self.roots['compute1']), 120, 2)
+        # A nested child of compute2, through the placement API.
+        child = self.admin('resource', 'provider', 'create',
+                           '--parent-provider', self.roots['compute2'],
+                           'compute2-nit-child', *PLACEMENT)['uuid']
+        dep.osc('admin', 'resource', 'provider', 'trait', 'set', '--trait',
+                TRAITS['nested'], child, *PLACEMENT)
+        self.child = child
+        self.servers = {'a': self.boot('nit-a', 'compute1'),
+                        'b': self.boot('nit-b', 'compute2')}
+        dep.wait_cinder()
+        # Volume-backed: nova asks cinder for a volume made from the plain
+        # image, and boots from it.
+        self.servers['v'] = self.boot('nit-v', 'compute1',
+                                      '--boot-from-volume', '1')
+        shown = self.booted[self.servers['v']]
+        if self.image_id(shown) != '':
+            raise Failure('nit-v is not volume-backed: image %r' %
+                          shown.get('image'))
+        # What cinder recorded of its root volume, in cinder's database.
+        rows = dep.query(
+            "SELECT v.status, m.value FROM nova_cell1.block_device_mapping b "
+            "JOIN cinder.volumes v ON v.id = b.volume_id "
+            "LEFT JOIN cinder.volume_glance_metadata m "
+            "ON m.volume_id = v.id AND m.`key` = 'image_id' "
+            "AND m.deleted = 0 "
+            "WHERE b.instance_uuid = %s AND b.boot_index = 0 "
+            "AND b.deleted = 0", (self.servers['v'],))
+        if rows != (('in-use', self.images['plain']),):
+            raise Failure('the root volume of nit-v, as (status, '
+                          'image): %r' % (rows,))
+        #: The image a volume-backed server's root volume holds.
+        self.volume_image = self.images['plain']
+
+    def boot(self, name, host, *args):
+        """As demo, with the other compute disabled for the boot."""
+        other = 'compute2' if host == 'compute1' else 'compute1'
+        self.dep.osc('admin', 'compute', 'service', 'set', '--disable',
+                     other, 'nova-compute')
+        try:
+            server = self.user('server', 'create', '--flavor', 'm1.nit',
+                               '--image', self.images['plain'], '--nic',
+                               'none', *args, '--wait', name)
+        finally:
+            self.dep.osc('admin', 'compute', 'service', 'set', '--enable',
+                         other, 'nova-compute')
+        shown = self.admin('server', 'show', server['id'])
+        if shown['status'] != 'ACTIVE' or shown.get(
+                'OS-EXT-SRV-ATTR:host') != host:
+            raise Failure('%s: %s on %s, wanted ACTIVE on %s' % (
+                name, shown['status'], shown.get('OS-EXT-SRV-ATTR:host'),
+                host))
+        self.booted[server['id']] = shown
+        return server['id']
