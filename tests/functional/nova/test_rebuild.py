@@ -724,32 +724,33 @@ class FilterUnitTest(oslo_base.BaseTestCase):
             self.assertIn('200 candidate hosts', warnings[0])
         self.decide.assert_not_called()
 
-    def test_rebuild_hint_on_a_host_without_the_instance(self):
+    def test_rebuild_hint_on_a_host_not_forced(self):
         from nova.tests.unit.scheduler import fakes
-        other = self.objects.Instance(
-            uuid='6c2cc1cc-2ad9-4bcb-9f2a-3c3c3fd5ee9d')
-        host = fakes.FakeHostState('host0', 'node', {}, instances=[other])
-        spec = self._rebuild_spec(force_hosts=['host0'],
-                                  force_nodes=['node'])
-        self.assertEqual([], list(self.filter.filter_all([host], spec)))
-        # Two hosts, or a host that is not the forced one: not a rebuild.
-        spec = self._rebuild_spec(force_hosts=['host9'])
-        self.assertEqual([], list(self.filter.filter_all(self.hosts[:1],
-                                                         spec)))
-        spec = self._rebuild_spec(force_hosts=['host0'])
-        self.assertEqual([], list(self.filter.filter_all(self.hosts[:2],
-                                                         spec)))
+        # A host that is not the forced one, two hosts, or another node:
+        # not a rebuild nova's API made.
+        for hosts, fields in (
+                (self.hosts[:1], {'force_hosts': ['host9']}),
+                (self.hosts[:2], {'force_hosts': ['host0']}),
+                (self.hosts[:1], {'force_hosts': ['host0'],
+                                  'force_nodes': ['node9']})):
+            spec = self._rebuild_spec(**fields)
+            self.assertEqual([], list(self.filter.filter_all(hosts, spec)))
         self.decide.assert_not_called()
-        # The instance on its forced host: one decision.
+        # The scheduler's instances of the host do not decide: after a live
+        # migration they lack the server until the next sync.
         self.decide.side_effect = None
         self.decide.return_value.allowed = True
+        other = self.objects.Instance(
+            uuid='6c2cc1cc-2ad9-4bcb-9f2a-3c3c3fd5ee9d')
         mine = self.objects.Instance(uuid=self.INSTANCE)
-        host = fakes.FakeHostState('host0', 'node', {},
-                                   instances=[other, mine])
-        spec = self._rebuild_spec(force_hosts=['host0'],
-                                  force_nodes=['node'])
-        self.assertEqual([host], list(self.filter.filter_all([host], spec)))
-        self.assertEqual(1, self.decide.call_count)
+        for instances in ([other], [other, mine], []):
+            host = fakes.FakeHostState('host0', 'node', {},
+                                       instances=instances)
+            spec = self._rebuild_spec(force_hosts=['host0'],
+                                      force_nodes=['node'])
+            self.assertEqual([host],
+                             list(self.filter.filter_all([host], spec)))
+        self.assertEqual(3, self.decide.call_count)
 
     def test_global_request_id_is_passed(self):
         from nova import context as nova_context
