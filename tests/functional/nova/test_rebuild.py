@@ -816,16 +816,40 @@ class NovaRequestTest(oslo_base.BaseTestCase):
         sys_meta = nova_utils.get_system_metadata_from_image(image)
         # This is how nova stores them.
         self.assertEqual('required', sys_meta['image_trait:HW_CPU_X86_AVX2'])
-        sys_meta['image_base_image_ref'] = 'img-a'
         self.assertEqual(
             {'trait:HW_CPU_X86_AVX2': 'required'},
-            nova_request.image_properties_from_system_metadata(
-                sys_meta, image_ref='img-a'))
-        # Metadata left behind by a refused rebuild to another image.
-        self.assertIsNone(nova_request.image_properties_from_system_metadata(
-            sys_meta, image_ref='img-b'))
+            nova_request.image_properties_from_system_metadata(sys_meta))
         self.assertIsNone(
             nova_request.image_properties_from_system_metadata(None))
+
+    def test_system_metadata_of_another_image(self):
+        from nova_image_traits import nova_request
+
+        glance = self.useFixture(fixtures.MockPatch(
+            'nova.image.glance.API.get')).mock
+        trusted = nova_request.trusted_system_metadata
+        sys_meta = {'image_base_image_ref': 'img-a',
+                    'image_trait:CUSTOM_A': 'required'}
+        self.assertIs(sys_meta, trusted('ctx', sys_meta, 'img-a'))
+        self.assertIs(sys_meta, trusted('ctx', sys_meta, None))
+        self.assertIsNone(trusted('ctx', None, 'img-a'))
+        glance.assert_not_called()
+        # Booted from snapshot img-s of a server that ran img-a.
+        glance.return_value = {'id': 'img-s', 'properties': {
+            'base_image_ref': 'img-a', 'trait:CUSTOM_A': 'required'}}
+        self.assertIs(sys_meta, trusted('ctx', sys_meta, 'img-s'))
+        glance.assert_called_once_with('ctx', 'img-s')
+        # Left behind by a refused rebuild to img-a of a server on img-b.
+        glance.return_value = {'id': 'img-b', 'properties': {}}
+        self.assertIsNone(trusted('ctx', sys_meta, 'img-b'))
+        # Glance is not asked when the strategy does not need it, and an
+        # image Glance cannot give stays unknown.
+        glance.reset_mock()
+        self.assertIsNone(trusted('ctx', sys_meta, 'img-s',
+                                  ask_glance=False))
+        glance.assert_not_called()
+        glance.side_effect = Exception('Image img-s could not be found.')
+        self.assertIsNone(trusted('ctx', sys_meta, 'img-s'))
 
     def test_system_metadata_with_values_nova_now_refuses(self):
         from nova_image_traits import nova_request
@@ -837,8 +861,7 @@ class NovaRequestTest(oslo_base.BaseTestCase):
                     'image_trait:CUSTOM_A': 'required'}
         self.assertEqual(
             {'trait:CUSTOM_A': 'required'},
-            nova_request.image_properties_from_system_metadata(
-                sys_meta, image_ref='img-a'))
+            nova_request.image_properties_from_system_metadata(sys_meta))
 
 
 class ForgedSchedulerHintTest(base.ImageTraitsTestBase):
