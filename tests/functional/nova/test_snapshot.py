@@ -27,7 +27,7 @@ TRAIT = 'CUSTOM_NIT_SNAPSHOT'
 
 
 class RejectFromSnapshotTest(base.ImageTraitsTestBase):
-    """``reject`` with the conductor hook, on a server booted from a snapshot."""
+    """``reject``, with the hook, on a server booted from a snapshot."""
 
     def setUp(self):
         super().setUp()
