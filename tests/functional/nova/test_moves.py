@@ -43,7 +43,11 @@ class RebuildAfterLiveMigrationTest(base.ImageTraitsTestBase):
         for _i in range(2):
             self.boot(self.flavor, self.plain, host='host2')
         self.server = self.boot(self.flavor, self.plain, host='host1')
-        self.server = self._live_migrate(self.server, host='host2')
+        # NOTE(founders): nova 31's _live_migrate helper takes no host.
+        self.api.post_server_action(self.server['id'], {'os-migrateLive': {
+            'host': 'host2', 'block_migration': 'auto'}})
+        self._wait_for_migration_status(self.server, ['completed'])
+        self.server = self._wait_for_state_change(self.server, 'ACTIVE')
         self.assertEqual('host2', self.server['OS-EXT-SRV-ATTR:host'])
 
     def test_tracked_instances_lack_the_moved_server(self):
