@@ -132,9 +132,9 @@ class Decision:
         can do. It never contains placement URLs, tokens or stack traces.
         """
         if self.allowed:
-            return ('The rebuild was accepted by image traits strategy '
-                    '%s.' % self.decided_by)
-        return self.message or 'The rebuild was refused.'
+            return _('The rebuild was accepted by image traits strategy '
+                     '%(strategy)s.') % {'strategy': self.decided_by}
+        return self.message or _('The rebuild was refused.')
 
     def log(self):
         """Log the decision as one INFO line."""

@@ -340,16 +340,17 @@ def _placement_failed(error):
     """The reason for a refusal because placement failed: what to do."""
     if error.transient:
         return _('The image traits of the new image could not be checked: '
-                 'placement failed (%s). The server keeps its current '
-                 'image; try again later.') % error.cause
+                 'placement failed (%(cause)s). The server keeps its current '
+                 'image; try again later.') % {'cause': error.cause}
     if isinstance(error, exception.PlacementProviderNotFound):
         return _('The image traits of the new image could not be checked: '
                  "placement has no resource provider for this server's "
-                 'host (%s). The server keeps its current image; ask the '
-                 'cloud operator.') % error.cause
+                 'host (%(cause)s). The server keeps its current image; ask '
+                 'the cloud operator.') % {'cause': error.cause}
     return _('The image traits of the new image could not be checked '
-             '(%s), and trying again will not help. The server keeps its '
-             'current image; ask the cloud operator.') % error.cause
+             '(%(cause)s), and trying again will not help. The server keeps '
+             'its current image; ask the cloud operator.') % {
+                 'cause': error.cause}
 
 
 #: The most invalid properties the decision log line names.
@@ -369,10 +370,13 @@ def _invalid_message(invalid):
                         'fix': _FIX}
         if nit_decision.fits(message):
             return message
-        return 'Image property %s does not name a valid trait. %s' % (
-            names[0], _FIX)
-    fixed = len(('Image properties  and 999 more do not name valid traits. '
-                 + _FIX_MANY).encode('utf-8'))
+        return _('Image property %(property)s does not name a valid '
+                 'trait. %(fix)s') % {'property': names[0], 'fix': _FIX}
+    template = _('Image properties %(listed)s do not name valid traits. '
+                 '%(fix)s')
+    more = _('%(shown)s and %(count)d more')
+    fixed = len((template % {'listed': more % {'shown': '', 'count': 999},
+                             'fix': _FIX_MANY}).encode('utf-8'))
     shown = [names[0]]
     for name in names[1:]:
         if fixed + len(', '.join(shown + [name]).encode('utf-8')) > (
@@ -380,12 +384,12 @@ def _invalid_message(invalid):
             break
         shown.append(name)
     if len(shown) < len(names):
-        listed = '%s and %d more' % (', '.join(shown),
-                                     len(names) - len(shown))
+        listed = more % {'shown': ', '.join(shown),
+                         'count': len(names) - len(shown)}
     else:
-        listed = '%s and %s' % (', '.join(shown[:-1]), shown[-1])
-    return 'Image properties %s do not name valid traits. %s' % (
-        listed, _FIX_MANY)
+        listed = _('%(names)s and %(last)s') % {
+            'names': ', '.join(shown[:-1]), 'last': shown[-1]}
+    return template % {'listed': listed, 'fix': _FIX_MANY}
 
 
 def _invalid_detail(invalid):

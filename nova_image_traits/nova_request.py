@@ -25,6 +25,7 @@ the same. What nova derives from the image's other properties comes from
 """
 
 import nova.conf
+from nova.image import glance
 from nova import objects
 from nova import utils as nova_utils
 from oslo_log import log as logging
@@ -58,7 +59,7 @@ def image_properties_from_image_meta(image_meta):
             for name in image_meta.properties.get('traits_required') or ()}
 
 
-def image_properties_from_system_metadata(system_metadata, image_ref=None):
+def image_properties_from_system_metadata(system_metadata):
     """Return the trait properties of the image recorded in system metadata.
 
     Nova copies every image property ``<key>`` into the instance's system
@@ -66,29 +67,17 @@ def image_properties_from_system_metadata(system_metadata, image_ref=None):
     (``nova.utils.get_system_metadata_from_image``), so a required trait
     ``trait:<NAME>=required`` is stored under the key
     ``image_trait:<NAME>``, next to ``image_base_image_ref``, the id of the
-    image they describe. The conductor receives the system metadata of the
-    image being replaced as ``orig_sys_metadata``.
+    image they describe (see :func:`trusted_system_metadata`). The
+    conductor receives the system metadata of the image being replaced as
+    ``orig_sys_metadata``.
 
     :param system_metadata: a dict of system metadata, or None
-    :param image_ref: the id of the image the instance runs; when given,
-        system metadata that describes another image is not trusted
     :returns: a dict of ``trait:<NAME>: required`` properties, or None when
         the image's properties are unknown
     """
     if system_metadata is None:
         return None
     system_metadata = dict(system_metadata)
-    described = system_metadata.get(SM_BASE_IMAGE_REF)
-    if image_ref is not None and described != image_ref:
-        # NOTE(founders): a refused rebuild leaves the *refused* image's
-        # properties in system metadata: nova's API writes them before the
-        # conductor checks, and the conductor only rolls image_ref back.
-        # Trusting them would accept a retry of the refused rebuild.
-        LOG.info('The system metadata describes image %(described)s, not '
-                 'the current image %(current)s; its image properties are '
-                 'treated as unknown.',
-                 {'described': described, 'current': image_ref})
-        return None
     image = nova_utils.get_image_from_system_metadata(system_metadata)
     # NOTE(founders): filter exactly the way
     # ImageMetaProps._set_attr_from_trait_names does, so the original and the
@@ -98,6 +87,62 @@ def image_properties_from_system_metadata(system_metadata, image_ref=None):
     return {str(key): REQUIRED
             for key, value in image.get('properties', {}).items()
             if str(key).startswith(TRAIT_PREFIX) and str(value) == REQUIRED}
+
+
+def trusted_system_metadata(context, system_metadata, image_ref,
+                            ask_glance=True):
+    """Return ``system_metadata`` if it describes ``image_ref``, else None.
+
+    It describes the image when its ``image_base_image_ref`` names it. It
+    names another image in two cases:
+
+    * a refused rebuild left the refused image's properties behind
+      (nova's API writes them before the conductor checks, and nova's
+      handler of a refusal rolls only ``image_ref`` back); trusting them
+      would accept a retry of the refused rebuild;
+    * the server was booted from a snapshot: a snapshot inherits every
+      ``image_*`` key of its server as a property, ``base_image_ref`` (its
+      ancestor) included, and nova keeps that one at boot
+      (``API._populate_instance_for_create`` only sets it when missing).
+
+    With ``ask_glance``, the image is read from Glance to tell them apart:
+    the system metadata is trusted when the image's own ``base_image_ref``
+    property names the same ancestor, which is what booting it recorded.
+    One request, made only when the two ids differ.
+
+    :param context: the request context, to read the image from Glance
+    :param system_metadata: a dict of system metadata, or None
+    :param image_ref: the id of the image the instance runs, or None to
+        trust the system metadata as it is
+    :param ask_glance: whether Glance may be asked
+    """
+    if system_metadata is None or image_ref is None:
+        return system_metadata
+    described = dict(system_metadata).get(SM_BASE_IMAGE_REF)
+    if described == image_ref:
+        return system_metadata
+    ancestor = _ancestor(context, image_ref) if ask_glance else None
+    if ancestor is not None and ancestor == described:
+        return system_metadata
+    LOG.info('The system metadata describes image %(described)s, not the '
+             'current image %(current)s (whose base image is %(ancestor)s); '
+             'its image properties are treated as unknown.',
+             {'described': described, 'current': image_ref,
+              'ancestor': ancestor or 'unknown'})
+    return None
+
+
+def _ancestor(context, image_ref):
+    """The ``base_image_ref`` property of image ``image_ref``, or None."""
+    try:
+        image = glance.API().get(context, image_ref)
+    except Exception as e:
+        # NOTE(founders): deleted, not visible to this user, or Glance down:
+        # the current image stays unknown, which only makes reject stricter.
+        LOG.info('Cannot read image %(image)s from Glance: %(error)s',
+                 {'image': image_ref, 'error': e})
+        return None
+    return (image.get('properties') or {}).get('base_image_ref')
 
 
 def flavor_from_nova(flavor):
@@ -130,11 +175,14 @@ def _volume_backed(spec, is_volume_backed):
 def original_image_meta(orig_sys_metadata, orig_image_ref):
     """The ``ImageMeta`` of the image being replaced, or None.
 
-    None when it is unknown, when the system metadata describes another
-    image, or when nova no longer accepts a value an older nova stored.
+    :param orig_sys_metadata: its system metadata, once
+        :func:`trusted_system_metadata` trusts it, or None
+    :param orig_image_ref: its id, for the log
+
+    None when it is unknown, or when nova no longer accepts a value an
+    older nova stored.
     """
-    if image_properties_from_system_metadata(
-            orig_sys_metadata, image_ref=orig_image_ref) is None:
+    if image_properties_from_system_metadata(orig_sys_metadata) is None:
         return None
     image = nova_utils.get_image_from_system_metadata(
         dict(orig_sys_metadata))
@@ -191,8 +239,12 @@ def rebuild_request(context, spec, image_meta, compute_node_uuid, host,
     judge = judges_derived(conf)
     boot = boot_requirements.derive(context, spec, image_meta,
                                     is_volume_backed, judge=judge)
+    reads_original = _reads_original(conf)
+    orig_sys_metadata = trusted_system_metadata(
+        context, orig_sys_metadata, orig_image_ref,
+        ask_glance=reads_original)
     original_derived = None
-    if boot.derived and _reads_original(conf):
+    if boot.derived and reads_original:
         original = original_image_meta(orig_sys_metadata, orig_image_ref)
         if original is not None:
             original_derived = boot_requirements.original(
@@ -203,7 +255,7 @@ def rebuild_request(context, spec, image_meta, compute_node_uuid, host,
         image_properties=image_properties_from_image_meta(image_meta),
         flavor=flavor_from_nova(spec.flavor),
         original_image_properties=image_properties_from_system_metadata(
-            orig_sys_metadata, image_ref=orig_image_ref),
+            orig_sys_metadata),
         is_volume_backed=is_volume_backed,
         resources=boot.query, derived=boot.derived,
         original_derived=original_derived,

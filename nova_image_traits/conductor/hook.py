@@ -128,8 +128,9 @@ def install():
     the service starts. Calling it again is harmless.
 
     :raises HookInstallError: when this nova lacks an internal the hook
-        needs, so that the conductor fails at start instead of silently
-        running without the check
+        needs, so that the launcher never runs it half installed; it then
+        starts nova's own check or exits, as ``[image_traits]
+        hook_on_unsupported_nova`` says
     """
     with _LOCK:
         cls = compat.manager_class()

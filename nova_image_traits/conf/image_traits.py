@@ -39,7 +39,7 @@ _STRATEGY_CHOICES = [
                        "further provider of that group."),
     ('reject', 'Refuse a rebuild whose new image requires a trait that '
                'neither the current image nor the flavor required. Makes '
-               'no placement request.'),
+               'no placement request for traits.'),
     ('root_traits', 'Compare with the traits of the compute node root '
                     'provider. One placement request.'),
     ('tree_traits', 'Compare with the union of the traits of every '
@@ -75,9 +75,16 @@ placement's boot rule for image traits to those providers: each trait must
 be on a provider that serves the server's unsuffixed request group (where
 nova puts image traits at boot). Providers the server does not hold, and
 providers that serve only numbered request groups, do not count, and free
-capacity plays no part. It is inconclusive only when placement holds no
-allocations for the server or they cannot be attributed to the request
-groups; then ``fallback_strategy`` decides.
+capacity plays no part. It is inconclusive when none of the server's
+allocations is on this compute node (a server in ERROR after a failed
+move), or when the ways they could split between the request groups
+disagree; then ``fallback_strategy`` decides.
+
+Whatever the strategy, a new image that needs more of a resource class
+than the flavor (``hw_mem_encryption``, a change of CPU policy) is first
+checked against what the server holds, with one
+``GET /allocations/{server}``; when that cannot be told, the rebuild is
+refused without asking ``fallback_strategy``.
 
 Strategies are loaded with stevedore from the entry point namespace
 ``nova_image_traits.strategies``.
@@ -88,8 +95,9 @@ Strategies are loaded with stevedore from the entry point namespace
         choices=_STRATEGY_CHOICES,
         help="""
 The strategy that decides when ``strategy`` is inconclusive.
-``held_providers`` is inconclusive when placement holds no allocations for
-the server, or they cannot be attributed to the request groups;
+``held_providers`` is inconclusive when none of the server's allocations
+is on this compute node, or the ways they could split between the request
+groups disagree;
 ``in_tree_candidates`` when the providers the server holds have no room for
 another boot of its flavor (placement then returns no candidate with or
 without the traits), when its disk comes from a sharing provider, and when

@@ -162,10 +162,14 @@ def _is_real_rebuild(hosts, spec_obj):
     """Whether a request marked as a rebuild is one nova's API made.
 
     ``API.rebuild`` forces the instance's own host and node, so nova's
-    host manager hands the filters exactly that one host, and the instance
-    is on it. When the scheduler tracks the instances of hosts
-    (``HostState.instances`` is not empty) the instance must be one of
-    them; nova fills it asynchronously, so an empty one proves nothing.
+    host manager hands the filters exactly that one host.
+
+    ``HostState.instances`` is no proof either way: nova fills it
+    asynchronously, and a live migration leaves it stale on the
+    destination until the next ``_sync_scheduler_instance_info`` (every
+    ``[DEFAULT] scheduler_instance_sync_interval`` seconds), because only
+    the source compute reports the move, under its own name. A server
+    rebuilt on its new host in that window would be refused.
     """
     forced_hosts = _forced(spec_obj, 'force_hosts')
     forced_nodes = _forced(spec_obj, 'force_nodes')
@@ -174,8 +178,5 @@ def _is_real_rebuild(hosts, spec_obj):
     host = hosts[0]
     if getattr(host, 'host', None) != forced_hosts[0]:
         return False
-    if forced_nodes and getattr(host, 'nodename', None) != forced_nodes[0]:
-        return False
-    instances = getattr(host, 'instances', None) or {}
-    instance = getattr(spec_obj, 'instance_uuid', None)
-    return not instances or instance in instances
+    return (not forced_nodes or
+            getattr(host, 'nodename', None) == forced_nodes[0])

@@ -32,6 +32,7 @@ from nova_image_traits.placement.cache import reset_clients
 from nova_image_traits.placement.cache import settings
 from nova_image_traits.placement.client import PlacementClient
 from nova_image_traits.placement.query import candidate_params
+from nova_image_traits.placement.query import candidate_version
 from nova_image_traits.placement.query import format_version
 from nova_image_traits.placement.query import parse_version
 from nova_image_traits.placement.query import quote
@@ -40,6 +41,6 @@ from nova_image_traits.placement.session import PlacementSession
 
 __all__ = [
     'PlacementClient', 'PlacementSession', 'build_adapter',
-    'candidate_params', 'format_version', 'get_client', 'parse_version',
-    'quote', 'require', 'reset_clients', 'settings',
+    'candidate_params', 'candidate_version', 'format_version', 'get_client',
+    'parse_version', 'quote', 'require', 'reset_clients', 'settings',
 ]

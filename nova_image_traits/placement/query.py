@@ -92,6 +92,36 @@ def candidate_params(query, root=None, limit=None, image_traits=(),
     return params
 
 
+def candidate_version(params):
+    """The lowest microversion that accepts these candidate parameters.
+
+    From placement's ``schemas/allocation_candidate.py``: ``in_tree``
+    needs 1.31, a suffix other than digits 1.33, ``root_required`` 1.35,
+    and ``same_subtree`` or a group with traits but no resources 1.36.
+
+    :param params: (name, value) pairs from :func:`candidate_params`
+    :returns: a string such as '1.31'
+    """
+    names = {name for name, _value in params}
+    need = (1, 31)
+    if 'root_required' in names:
+        need = (1, 35)
+    if 'same_subtree' in names:
+        need = (1, 36)
+    for name in names:
+        for param in ('resources', 'required', 'member_of', 'in_tree'):
+            if not name.startswith(param):
+                continue
+            suffix = name[len(param):]
+            if suffix and not suffix.isdigit():
+                need = max(need, (1, 33))
+            if (param == 'required' and suffix and
+                    'resources' + suffix not in names):
+                need = max(need, (1, 36))
+            break
+    return format_version(need)
+
+
 def urlencode(params):
     """URL-encode (name, value) pairs, keeping placement's separators."""
     return urllib.parse.urlencode(params, safe=',:!')

@@ -58,7 +58,9 @@ class InTreeCandidatesStrategy(base.Strategy):
     fallback_strategy`` decides. Placement leaves sharing providers out of
     an ``in_tree`` unsuffixed group, so a host whose disk is shared is
     inconclusive too, and so is placement older than microversion 1.31
-    (one warning per process).
+    (one warning per process), or older than what the query needs
+    (``root_required`` 1.35, ``same_subtree`` 1.36:
+    :func:`~nova_image_traits.placement.query.candidate_version`).
 
     Requests: ``GET /allocations/{server}`` and one or two allocation
     candidates queries. Placement's cost for those grows with the cloud,
@@ -104,6 +106,14 @@ class InTreeCandidatesStrategy(base.Strategy):
         with_traits = placement.candidate_params(
             query, root, limit=CANDIDATE_LIMIT,
             requirements=ctx.requirements)
+        needed = placement.candidate_version(with_traits)
+        if not session.supports(needed):
+            # NOTE(founders): a placement rolled back below what this query
+            # needs would answer 400; say why and let the fallback decide.
+            return decision.Verdict(
+                decision.INCONCLUSIVE, providers=(root,),
+                detail='placement is older than microversion %s, which '
+                       'this query needs' % needed)
         # NOTE(founders): refuse a query placement would not take before asking
         # anything (the image traits make it long).
         session.build_url(_URL, with_traits)

@@ -249,3 +249,24 @@ class TestNumberedGroupForbidden(held.HeldProvidersTestBase):
         self.assertEqual(A, self.decide(node.uuid, 'held_providers',
                                         trait=held.T4,
                                         flavor=flavor).outcome)
+
+
+class TestRootRequirementOnOldPlacement(DerivedTestBase):
+    """Placement 1.34 takes no root_required: in_tree_candidates falls back."""
+
+    placement_max_microversion = '1.34'
+
+    def test_in_tree_candidates_falls_back_without_asking(self):
+        node = self.numa_host(root_traits=[SCSI])
+        for root_traits, expected in (([SCSI], A), ([], R)):
+            self.builder.set_traits(node.uuid,
+                                    ['HW_CPU_X86_SSE42'] + root_traits)
+            self.server.reset_recorder()
+            result = self.judge(node.uuid, 'in_tree_candidates',
+                                (DISK_BUS,))
+            self.assertEqual(expected, result.outcome, result.detail)
+            self.assertEqual('root_traits', result.fallback)
+            self.assertIn('older than microversion 1.35, which this query '
+                          'needs', result.detail)
+            self.assertFalse([p for _m, p in self.server.recorder
+                              if p.startswith('/allocation_candidates')])

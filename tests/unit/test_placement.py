@@ -487,3 +487,23 @@ class BudgetTest(base.TestCase):
             self.assertLessEqual(worst, remaining + 1e-9, kw)
         # With enough time every configured retry is kept.
         self.assertEqual(10, client.budget(20.0)['connect_retries'])
+
+
+class TestCandidateVersion(base.TestCase):
+    """The lowest microversion each candidate parameter needs."""
+
+    def test_versions(self):
+        version = placement.candidate_version
+        base = [('resources', 'VCPU:1'), ('in_tree', 'rp')]
+        self.assertEqual('1.31', version(base))
+        self.assertEqual('1.31', version(base + [
+            ('resources1', 'CUSTOM_MAGIC:1'), ('required1', 'CUSTOM_A'),
+            ('required', 'CUSTOM_B,!CUSTOM_C'), ('member_of', 'in:a,b')]))
+        self.assertEqual('1.33', version(base + [
+            ('resources_PORT', 'NET_BW_EGR_KILOBIT_PER_SEC:10')]))
+        self.assertEqual('1.35', version(base + [
+            ('root_required', 'COMPUTE_STORAGE_BUS_SCSI')]))
+        self.assertEqual('1.36', version(base + [
+            ('required2', 'CUSTOM_NUMA'), ('resources1', 'VCPU:1')]))
+        self.assertEqual('1.36', version(base + [
+            ('same_subtree', '1,2')]))

@@ -724,32 +724,33 @@ class FilterUnitTest(oslo_base.BaseTestCase):
             self.assertIn('200 candidate hosts', warnings[0])
         self.decide.assert_not_called()
 
-    def test_rebuild_hint_on_a_host_without_the_instance(self):
+    def test_rebuild_hint_on_a_host_not_forced(self):
         from nova.tests.unit.scheduler import fakes
-        other = self.objects.Instance(
-            uuid='6c2cc1cc-2ad9-4bcb-9f2a-3c3c3fd5ee9d')
-        host = fakes.FakeHostState('host0', 'node', {}, instances=[other])
-        spec = self._rebuild_spec(force_hosts=['host0'],
-                                  force_nodes=['node'])
-        self.assertEqual([], list(self.filter.filter_all([host], spec)))
-        # Two hosts, or a host that is not the forced one: not a rebuild.
-        spec = self._rebuild_spec(force_hosts=['host9'])
-        self.assertEqual([], list(self.filter.filter_all(self.hosts[:1],
-                                                         spec)))
-        spec = self._rebuild_spec(force_hosts=['host0'])
-        self.assertEqual([], list(self.filter.filter_all(self.hosts[:2],
-                                                         spec)))
+        # A host that is not the forced one, two hosts, or another node:
+        # not a rebuild nova's API made.
+        for hosts, fields in (
+                (self.hosts[:1], {'force_hosts': ['host9']}),
+                (self.hosts[:2], {'force_hosts': ['host0']}),
+                (self.hosts[:1], {'force_hosts': ['host0'],
+                                  'force_nodes': ['node9']})):
+            spec = self._rebuild_spec(**fields)
+            self.assertEqual([], list(self.filter.filter_all(hosts, spec)))
         self.decide.assert_not_called()
-        # The instance on its forced host: one decision.
+        # The scheduler's instances of the host do not decide: after a live
+        # migration they lack the server until the next sync.
         self.decide.side_effect = None
         self.decide.return_value.allowed = True
+        other = self.objects.Instance(
+            uuid='6c2cc1cc-2ad9-4bcb-9f2a-3c3c3fd5ee9d')
         mine = self.objects.Instance(uuid=self.INSTANCE)
-        host = fakes.FakeHostState('host0', 'node', {},
-                                   instances=[other, mine])
-        spec = self._rebuild_spec(force_hosts=['host0'],
-                                  force_nodes=['node'])
-        self.assertEqual([host], list(self.filter.filter_all([host], spec)))
-        self.assertEqual(1, self.decide.call_count)
+        for instances in ([other], [other, mine], []):
+            host = fakes.FakeHostState('host0', 'node', {},
+                                       instances=instances)
+            spec = self._rebuild_spec(force_hosts=['host0'],
+                                      force_nodes=['node'])
+            self.assertEqual([host],
+                             list(self.filter.filter_all([host], spec)))
+        self.assertEqual(3, self.decide.call_count)
 
     def test_global_request_id_is_passed(self):
         from nova import context as nova_context
@@ -815,16 +816,40 @@ class NovaRequestTest(oslo_base.BaseTestCase):
         sys_meta = nova_utils.get_system_metadata_from_image(image)
         # This is how nova stores them.
         self.assertEqual('required', sys_meta['image_trait:HW_CPU_X86_AVX2'])
-        sys_meta['image_base_image_ref'] = 'img-a'
         self.assertEqual(
             {'trait:HW_CPU_X86_AVX2': 'required'},
-            nova_request.image_properties_from_system_metadata(
-                sys_meta, image_ref='img-a'))
-        # Metadata left behind by a refused rebuild to another image.
-        self.assertIsNone(nova_request.image_properties_from_system_metadata(
-            sys_meta, image_ref='img-b'))
+            nova_request.image_properties_from_system_metadata(sys_meta))
         self.assertIsNone(
             nova_request.image_properties_from_system_metadata(None))
+
+    def test_system_metadata_of_another_image(self):
+        from nova_image_traits import nova_request
+
+        glance = self.useFixture(fixtures.MockPatch(
+            'nova.image.glance.API.get')).mock
+        trusted = nova_request.trusted_system_metadata
+        sys_meta = {'image_base_image_ref': 'img-a',
+                    'image_trait:CUSTOM_A': 'required'}
+        self.assertIs(sys_meta, trusted('ctx', sys_meta, 'img-a'))
+        self.assertIs(sys_meta, trusted('ctx', sys_meta, None))
+        self.assertIsNone(trusted('ctx', None, 'img-a'))
+        glance.assert_not_called()
+        # Booted from snapshot img-s of a server that ran img-a.
+        glance.return_value = {'id': 'img-s', 'properties': {
+            'base_image_ref': 'img-a', 'trait:CUSTOM_A': 'required'}}
+        self.assertIs(sys_meta, trusted('ctx', sys_meta, 'img-s'))
+        glance.assert_called_once_with('ctx', 'img-s')
+        # Left behind by a refused rebuild to img-a of a server on img-b.
+        glance.return_value = {'id': 'img-b', 'properties': {}}
+        self.assertIsNone(trusted('ctx', sys_meta, 'img-b'))
+        # Glance is not asked when the strategy does not need it, and an
+        # image Glance cannot give stays unknown.
+        glance.reset_mock()
+        self.assertIsNone(trusted('ctx', sys_meta, 'img-s',
+                                  ask_glance=False))
+        glance.assert_not_called()
+        glance.side_effect = Exception('Image img-s could not be found.')
+        self.assertIsNone(trusted('ctx', sys_meta, 'img-s'))
 
     def test_system_metadata_with_values_nova_now_refuses(self):
         from nova_image_traits import nova_request
@@ -836,8 +861,7 @@ class NovaRequestTest(oslo_base.BaseTestCase):
                     'image_trait:CUSTOM_A': 'required'}
         self.assertEqual(
             {'trait:CUSTOM_A': 'required'},
-            nova_request.image_properties_from_system_metadata(
-                sys_meta, image_ref='img-a'))
+            nova_request.image_properties_from_system_metadata(sys_meta))
 
 
 class ForgedSchedulerHintTest(base.ImageTraitsTestBase):
