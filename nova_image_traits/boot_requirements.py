@@ -15,9 +15,9 @@ At boot, nova's scheduler runs its request filters
 (``nova.scheduler.request_filter.process_reqspec``) on the request spec,
 then sends placement what ``ResourceRequest.from_request_spec`` builds
 from it. On rebuild it does neither (bug 1772523). :func:`derive` does
-both, on a clone of the rebuild's request spec carrying the new image, so
-that the engine can judge everything such a boot would ask. It is the only
-module that calls nova's request filters.
+both (with :mod:`nova_image_traits.boot_query`), on a clone of the
+rebuild's request spec carrying the new image, so that the engine can
+judge everything such a boot would ask.
 
 Only what the image adds counts: the same is asked for an image without
 properties, and whatever that asks too (the flavor's own traits and
@@ -25,17 +25,12 @@ resources) is left out. Each requirement keeps its source, the image
 property it disappears without.
 """
 
-import collections
-
 from oslo_log import log as logging
 
-from nova import exception as nova_exception
-from nova import objects
 from nova.scheduler import request_filter
-from nova.scheduler import utils as scheduler_utils
 
 from nova_image_traits import attribution
-from nova_image_traits import flavor as nit_flavor
+from nova_image_traits import boot_query
 from nova_image_traits import requirements as reqs
 
 LOG = logging.getLogger(__name__)
@@ -104,15 +99,18 @@ class BootRequest:
         and the resources the new image asks for
     :ivar derived: the :class:`~nova_image_traits.requirements.Derived`
         requirements of the image, or None when they are not judged
+    :ivar original: the derived requirements of the current image (see
+        :func:`original`), or None when unknown or not asked for
     """
 
-    def __init__(self, query, derived):
+    def __init__(self, query, derived, original=None):
         self.query = query
         self.derived = derived
+        self.original = original
 
 
 def derive(context, spec, image_meta, is_volume_backed, judge=True,
-           attribute=True):
+           attribute=True, current=None):
     """Return the :class:`BootRequest` of a boot of ``image_meta``.
 
     :param context: the request context the request filters are given
@@ -123,9 +121,13 @@ def derive(context, spec, image_meta, is_volume_backed, judge=True,
         judge_derived_requirements``); else only ``ResourceRequest``'s
         query is built, without the request filters, as before the option
     :param attribute: find the image property each requirement comes from
+    :param current: when the ``reject`` strategy may run, a function
+        returning the current image's ``nova.objects.ImageMeta`` (or None
+        when unknown); called only when the new image derives anything,
+        for the :attr:`BootRequest.original` requirements
     """
-    asked = _Asker(context, spec, is_volume_backed,
-                   image_filters() if judge else ())
+    asked = boot_query.Asker(context, spec, is_volume_backed,
+                             image_filters() if judge else ())
     try:
         new = asked(image_meta, strict=True)
     except Exception as e:
@@ -139,8 +141,18 @@ def derive(context, spec, image_meta, is_volume_backed, judge=True,
     if not judge:
         return BootRequest(new.query, None)
     if new.refusal:
-        return BootRequest(new.query, reqs.Derived(
-            refusal=new.refusal, filters=asked.names))
+        query, derived = new.query, reqs.Derived(
+            refusal=new.refusal, filters=asked.names)
+    else:
+        query, derived = _added(asked, new, image_meta, attribute)
+    current_image = current() if derived and current is not None else None
+    return BootRequest(query, derived, None if current_image is None else
+                       original(context, spec, current_image,
+                                is_volume_backed))
+
+
+def _added(asked, new, image_meta, attribute):
+    """``(query, derived)``: what the image adds to the boot ``new``."""
     variants = attribution.Variants(asked, image_meta)
     base = variants.baseline()
     if base is not None:
@@ -167,7 +179,7 @@ def derive(context, spec, image_meta, is_volume_backed, judge=True,
             reqs.ResourceNeed(rc, n, sources=sources.get(rc, ()))
             for rc, n in sorted(more.items())),
         filters=asked.names)
-    return BootRequest(new.query.without(traits), derived)
+    return new.query.without(traits), derived
 
 
 def original(context, spec, image_meta, is_volume_backed):
@@ -188,106 +200,5 @@ def original(context, spec, image_meta, is_volume_backed):
     return frozenset(request.derived.traits)
 
 
-class _Asked:
-    """What one boot asks: ``{(trait, scope, forbidden): via}``, resources."""
-
-    def __init__(self, query, traits, resources, refusal=None):
-        self.query = query
-        self.traits = traits
-        self.resources = resources
-        self.refusal = refusal
-
-
-class _Asker:
-    """Ask nova what a boot of one image would send placement."""
-
-    def __init__(self, context, spec, is_volume_backed, filters):
-        self.context = context
-        # NOTE(founders): one copy for every image asked about: the request
-        # filters and ResourceRequest change only its image and its
-        # request-level parameters, which each ask sets anew.
-        self.spec = spec.obj_clone()
-        self.spec.is_bfv = bool(is_volume_backed)
-        self.filters = tuple(filters)
-        self.names = tuple(f.__name__ for f in self.filters)
-
-    def __call__(self, image, strict):
-        """What a boot of ``image`` asks.
-
-        :param strict: let an unexpected failure of nova's code raise, and
-            return a request filter's refusal; else (an image made up to
-            attribute requirements) a filter that fails adds nothing, and
-            None is returned when nova refuses the image
-        """
-        spec = self.spec
-        spec.image = image.obj_clone()
-        # NOTE(founders): a boot starts from empty request-level parameters
-        # (RequestSpec.from_components); they are never persisted.
-        spec.request_level_params = objects.RequestLevelParams()
-        via = {}
-        for func in self.filters:
-            before = (set(spec.root_required), set(spec.root_forbidden))
-            try:
-                func(self.context, spec)
-            except nova_exception.RequestFilterFailed as e:
-                # NOTE(founders): the scheduler turns it into NoValidHost and
-                # stops there (SchedulerManager.select_destinations).
-                if not strict:
-                    return None
-                return _Asked(None, {}, {}, refusal=str(
-                    e.kwargs.get('reason') or e.message))
-            except Exception:
-                if strict:
-                    raise
-                continue
-            for name in spec.root_required - before[0]:
-                via[name, reqs.ROOT, False] = func.__name__
-            for name in spec.root_forbidden - before[1]:
-                via[name, reqs.ROOT, True] = func.__name__
-        try:
-            query = _query(spec)
-        except Exception:
-            if strict:
-                raise
-            return None
-        group = query.unsuffixed
-        for names, forbidden in ((group.required, False),
-                                 (group.forbidden, True)):
-            for name in names:
-                via[name, reqs.UNSUFFIXED, forbidden] = reqs.RESOURCE_REQUEST
-        # Anything else a root trait came from is the spec's own.
-        for names, forbidden in ((query.root_required, False),
-                                 (query.root_forbidden, True)):
-            for name in names:
-                via.setdefault((name, reqs.ROOT, forbidden),
-                               reqs.RESOURCE_REQUEST)
-        resources = collections.Counter()
-        for g in query.groups:
-            resources.update(g.resources)
-        return _Asked(query, via, dict(resources))
-
-
-def resource_query(spec):
-    """The query nova's ``ResourceRequest`` builds for ``spec``.
-
-    Less the image's ``trait:`` properties, which the engine judges, and
-    without what the request filters would add (see :func:`derive`).
-
-    :param spec: a ``nova.objects.RequestSpec``; not changed
-    :returns: a :class:`~nova_image_traits.flavor.ResourceQuery`
-    """
-    clone = spec.obj_clone()
-    if 'image' in clone and clone.image:
-        clone.image = clone.image.obj_clone()
-    return _query(clone)
-
-
-def _query(spec):
-    """``resource_query`` of a clone of the spec, which it changes."""
-    if 'image' in spec and spec.image and 'properties' in spec.image:
-        # The image's trait: properties are the engine's to judge.
-        spec.image.properties.traits_required = []
-    res_req = scheduler_utils.ResourceRequest.from_request_spec(
-        spec, enable_pinning_translate=True)
-    return nit_flavor.ResourceQuery.from_querystring(
-        res_req.to_querystring())
+#: The query nova's ``ResourceRequest`` builds for a request spec.
+resource_query = boot_query.resource_query

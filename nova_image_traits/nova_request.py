@@ -24,6 +24,8 @@ the same. What nova derives from the image's other properties comes from
 :mod:`nova_image_traits.boot_requirements`.
 """
 
+import functools
+
 import nova.conf
 from nova.image import glance
 from nova import objects
@@ -237,26 +239,28 @@ def rebuild_request(context, spec, image_meta, compute_node_uuid, host,
         spec = spec.obj_clone()
         spec.flavor = flavor
     judge = judges_derived(conf)
-    boot = boot_requirements.derive(context, spec, image_meta,
-                                    is_volume_backed, judge=judge)
     reads_original = _reads_original(conf)
     orig_sys_metadata = trusted_system_metadata(
         context, orig_sys_metadata, orig_image_ref,
         ask_glance=reads_original)
-    original_derived = None
-    if boot.derived and reads_original:
-        original = original_image_meta(orig_sys_metadata, orig_image_ref)
-        if original is not None:
-            original_derived = boot_requirements.original(
-                context, spec, original, is_volume_backed)
+    image_properties = image_properties_from_image_meta(image_meta)
+    original_properties = image_properties_from_system_metadata(
+        orig_sys_metadata)
+    server_flavor = flavor_from_nova(spec.flavor)
+    # The current image is read only when reject may run and the new image
+    # derives anything.
+    current = functools.partial(original_image_meta, orig_sys_metadata,
+                                orig_image_ref) if reads_original else None
+    boot = boot_requirements.derive(context, spec, image_meta,
+                                    is_volume_backed, judge=judge,
+                                    current=current)
     return nit_request.RebuildRequest(
         instance_uuid=spec.instance_uuid,
         compute_node_uuid=compute_node_uuid,
-        image_properties=image_properties_from_image_meta(image_meta),
-        flavor=flavor_from_nova(spec.flavor),
-        original_image_properties=image_properties_from_system_metadata(
-            orig_sys_metadata),
+        image_properties=image_properties,
+        flavor=server_flavor,
+        original_image_properties=original_properties,
         is_volume_backed=is_volume_backed,
         resources=boot.query, derived=boot.derived,
-        original_derived=original_derived,
+        original_derived=boot.original,
         host=host, global_request_id=getattr(context, 'global_id', None))

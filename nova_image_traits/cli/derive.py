@@ -29,6 +29,7 @@ derivation. A scenario of the simulator may set them per case.
 """
 
 import dataclasses
+import functools
 import importlib
 import warnings
 
@@ -210,16 +211,14 @@ class Deriver:
                                 request.instance_uuid)
         if spec is None or meta is None:
             return None
-        boot = self._nova.derive(None, spec, meta,
-                                 request.is_volume_backed)
-        original = None
-        if boot.derived and request.original_image_properties is not None:
-            current = self._image_meta(request.original_image_properties,
-                                       request.instance_uuid)
-            if current is not None:
-                original = self._nova.original(None, spec, current,
-                                               request.is_volume_backed)
-        return boot.query, boot.derived, original
+        current = None
+        if request.original_image_properties is not None:
+            current = functools.partial(
+                self._image_meta, request.original_image_properties,
+                request.instance_uuid)
+        boot = self._nova.derive(None, spec, meta, request.is_volume_backed,
+                                 current=current)
+        return boot.query, boot.derived, boot.original
 
     def image_request(self, properties, flavor, scheduler=None):
         """The request of a boot of an image alone, with ``flavor``.

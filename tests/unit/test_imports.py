@@ -26,6 +26,7 @@ INTEGRATION = ('nova_image_traits.filters', 'nova_image_traits.conductor',
                'nova_image_traits.nova_request', 'nova_image_traits.api',
                'nova_image_traits.boot_requirements',
                'nova_image_traits.attribution',
+               'nova_image_traits.boot_query',
                'nova_image_traits.cmd.conductor')
 
 #: What runs inside nova, or beside it to deploy it: never the simulator.
@@ -35,6 +36,7 @@ DECISION_PATH = ('nova_image_traits.engine', 'nova_image_traits.decision',
                  'nova_image_traits.api', 'nova_image_traits.nova_request',
                  'nova_image_traits.boot_requirements',
                  'nova_image_traits.attribution',
+                 'nova_image_traits.boot_query',
                  'nova_image_traits.requirements',
                  'nova_image_traits.cmd.conductor',
                  'nova_image_traits.cmd.status', 'nova_image_traits.conf')
@@ -158,6 +160,7 @@ class CommandLineTest(base.TestCase):
     def test_only_cli_derive_reaches_nova(self):
         nova_modules = {'nova_image_traits.boot_requirements',
                         'nova_image_traits.attribution',
+                        'nova_image_traits.boot_query',
                         'nova_image_traits.nova_request'}
         reaching = {}
         for name in _modules():
