@@ -77,3 +77,37 @@ class RebuildRequest:
         if self.resources is not None:
             return self.resources
         return self.flavor.resource_query(self.is_volume_backed)
+
+    def boot_asks(self, judge_derived=True):
+        """What a boot of the new image asks, each item with its source.
+
+        :param judge_derived: ``[image_traits]
+            judge_derived_requirements``; when False, what nova derives is
+            left out
+        :returns: a :class:`~nova_image_traits.requirements.BootAsks`
+        """
+        return nit_requirements.boot_asks(self.image_properties,
+                                          self.derived, judge_derived)
+
+    def conflicts(self, requirements):
+        """The traits both required and forbidden in one request group.
+
+        Placement checks each request group alone (``_check_forbidden``),
+        so a ``trait1:X=forbidden`` in the flavor does not conflict with an
+        image trait ``X``, which belongs to the unsuffixed group. The
+        flavor's own groups count, whatever nova derived from the image
+        (with ``judge_derived_requirements`` off, nova's query keeps it).
+
+        :param requirements: what the new image asks
+        :returns: ``(required, forbidden)`` pairs, sorted
+        """
+        query = self.flavor.resource_query(self.is_volume_backed)
+        flavor = [nit_requirements.Requirement(
+            name, scope, True, sources=('flavor',), via='flavor')
+            for names, scope in ((query.unsuffixed.forbidden,
+                                  nit_requirements.UNSUFFIXED),
+                                 (query.root_forbidden,
+                                  nit_requirements.ROOT))
+            for name in names]
+        return nit_requirements.conflicts(
+            nit_requirements.merge(flavor, requirements))

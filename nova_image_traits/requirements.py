@@ -138,6 +138,54 @@ class Derived:
         return bool(self.traits or self.resources or self.refusal)
 
 
+@dataclasses.dataclass(frozen=True)
+class BootAsks:
+    """Everything a boot of the new image asks, each item with its source.
+
+    :ivar image: the :class:`~nova_image_traits.traits.ImageTraits` of the
+        image's ``trait:`` properties (its required, invalid and ignored
+        ones)
+    :ivar requirements: every :class:`Requirement` to judge: the image's
+        ``trait:`` properties and what nova derives, merged and sorted
+    :ivar resources: :class:`ResourceNeed` objects
+    :ivar refusal: a request filter's refusal of the image, or None
+    :ivar derived: ``judged``, ``off`` (``[image_traits]
+        judge_derived_requirements``) or ``unknown`` (nova's code could not
+        derive them)
+    """
+    image: ty.Any
+    requirements: tuple = ()
+    resources: tuple = ()
+    refusal: ty.Optional[str] = None
+    derived: str = 'unknown'
+
+    @property
+    def required(self):
+        """The names of the traits required, in any scope."""
+        return frozenset(r.trait for r in self.requirements if not r.forbidden)
+
+
+def boot_asks(image_properties, derived, judge=True):
+    """The :class:`BootAsks` of an image.
+
+    :param image_properties: its properties, in any form
+        :func:`~nova_image_traits.traits.image_traits` reads
+    :param derived: what nova derives from it (:class:`Derived`), or None
+        when unknown
+    :param judge: whether what nova derives is judged at all
+    """
+    wanted = nit_traits.image_traits(image_properties)
+    derived = derived if judge else None
+    return BootAsks(
+        image=wanted,
+        requirements=merge(from_image_traits(wanted.required),
+                           derived.traits if derived else ()),
+        resources=derived.resources if derived else (),
+        refusal=derived.refusal if derived is not None else None,
+        derived=('off' if not judge else
+                 'judged' if derived is not None else 'unknown'))
+
+
 def logged(text):
     """``text`` for a log line: bounded, percent-encoded, no spaces."""
     return urllib.parse.quote(str(text)[:120], safe='=+:._-')
