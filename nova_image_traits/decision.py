@@ -16,7 +16,8 @@ import typing as ty
 
 from oslo_log import log as logging
 
-from nova_image_traits.i18n import _
+from nova_image_traits import listing
+from nova_image_traits import reasons
 
 LOG = logging.getLogger(__name__)
 
@@ -26,28 +27,14 @@ INCONCLUSIVE = 'inconclusive'
 ERROR = 'error'
 OUTCOMES = (ACCEPT, REJECT, INCONCLUSIVE, ERROR)
 
-#: Nova stores a refusal in 255 bytes of UTF-8 (instance faults and action
-#: event details, ``nova.compute.utils.exception_to_dict``), after
-#: ``NoValidHost``'s own "No valid host was found. ", which is 25 bytes in
-#: English and may be longer translated: the reason gets 200 bytes.
-MAX_REASON = 200
-
-
-def fits(text):
-    """Whether ``text`` fits in :data:`MAX_REASON` bytes of UTF-8."""
-    return len(text.encode('utf-8')) <= MAX_REASON
-
-
-def _cut(text, limit):
-    """``text`` cut to at most ``limit`` bytes of UTF-8, whole characters."""
-    return text.encode('utf-8')[:limit].decode('utf-8', 'ignore')
-
-
-def cut(text):
-    """``text``, or its start ending in "...", within :data:`MAX_REASON`."""
-    if fits(text):
-        return text
-    return _cut(text, MAX_REASON - 3) + '...'
+#: The reasons' helpers, where their callers have always found them.
+MAX_REASON = listing.MAX_REASON
+fits = listing.fits
+cut = listing.cut
+trait_reason = listing.trait_reason
+requirement_reason = listing.requirement_reason
+resource_reason = listing.resource_reason
+missing_message = listing.missing_message
 
 
 @dataclasses.dataclass(frozen=True)
@@ -131,131 +118,8 @@ class Decision:
         It names the missing traits and the strategy and says what the user
         can do. It never contains placement URLs, tokens or stack traces.
         """
-        if self.allowed:
-            return _('The rebuild was accepted by image traits strategy '
-                     '%(strategy)s.') % {'strategy': self.decided_by}
-        return self.message or _('The rebuild was refused.')
+        return reasons.user_reason(self)
 
     def log(self):
-        """Log the decision as one INFO line."""
-        LOG.info(
-            'Rebuild image traits decision: outcome=%(outcome)s '
-            'allowed=%(allowed)s strategy=%(strategy)s '
-            'fallback=%(fallback)s instance=%(instance)s host=%(host)s '
-            'node=%(node)s required=%(required)s missing=%(missing)s '
-            'providers=%(providers)s requests=%(requests)d '
-            'elapsed_ms=%(elapsed_ms).1f cause=%(cause)s derived=%(derived)s '
-            'requirements=%(requirements)s detail=%(detail)s',
-            {'outcome': self.outcome,
-             'allowed': self.allowed,
-             'strategy': self.strategy,
-             'fallback': self.fallback or '-',
-             'instance': self.instance_uuid,
-             'host': self.host or '-',
-             'node': self.compute_node_uuid,
-             'required': ','.join(sorted(self.required)) or '-',
-             'missing': ','.join(sorted(self.missing)) or '-',
-             'providers': ','.join(self.providers) or '-',
-             'requests': self.requests,
-             'elapsed_ms': self.elapsed * 1000.0,
-             'cause': self.cause or '-',
-             'derived': self.derived,
-             'requirements': ','.join(
-                 [r.logged() for r in self.requirements] +
-                 [n.logged() for n in self.resources]) or '-',
-             'detail': self.detail or '-'})
-
-
-def trait_reason(traits, what, advice=None):
-    """Return a user reason naming ``traits`` first, that :func:`fits`.
-
-    Nova keeps only 255 characters of a refusal, so the traits come first,
-    then ``what`` is wrong with them, then the advice. When everything does
-    not fit, the advice is dropped first, then the traits that do not fit
-    are counted ("and 3 more"); the decision's log line names them all.
-
-    :param traits: the trait names
-    :param what: what is wrong with them, e.g. "missing on this server's
-        compute node"
-    :param advice: what the user can do; the default says to use another
-        image or create a new server
-    """
-    return _listed_reason(sorted(traits), ', ', what, advice)
-
-
-def _listed_reason(items, sep, what, advice):
-    """``<items>: <what>. <advice>``, cut as :func:`trait_reason` says."""
-    if advice is None:
-        advice = _('Rebuild with another image, or create a new server with '
-                   'this one.')
-    names = list(items)
-    for shown in range(len(names), 0, -1):
-        listed = sep.join(names[:shown])
-        if shown < len(names):
-            listed = _('%(listed)s and %(count)d more') % {
-                'listed': listed, 'count': len(names) - shown}
-        text = _('%(traits)s: %(what)s.') % {'traits': listed, 'what': what}
-        for reason in ('%s %s' % (text, advice), text):
-            if fits(reason):
-                return reason
-    # NOTE(founders): the first name alone is too long for the column: its
-    # start.
-    more = ''
-    if len(names) > 1:
-        more = _(' and %d more') % (len(names) - 1)
-    room = MAX_REASON - len((_('%(traits)s: %(what)s.') % {
-        'traits': more, 'what': what}).encode('utf-8')) - 3
-    listed = _cut(names[0], max(room, 16)) + '...' + more
-    text = _('%(traits)s: %(what)s.') % {'traits': listed, 'what': what}
-    return _cut(text, MAX_REASON)
-
-
-def _clause(requirement):
-    """"hw_tpm_version=2.0 needs COMPUTE_SECURITY_TPM_2_0", for users."""
-    values = {'cause': requirement.cause(), 'trait': requirement.trait}
-    if not requirement.derived:
-        return _('the new image requires %(trait)s') % values
-    if requirement.forbidden:
-        return _('%(cause)s forbids %(trait)s') % values
-    return _('%(cause)s needs %(trait)s') % values
-
-
-def requirement_reason(unmet, what, advice=None):
-    """A user reason naming each unmet requirement by what caused it.
-
-    "hw_tpm_version=2.0 needs COMPUTE_SECURITY_TPM_2_0: missing on this
-    server's compute node." It :func:`fits`, as :func:`trait_reason`.
-
-    :param unmet: :class:`~nova_image_traits.requirements.Requirement`
-        objects
-    :param what: what the strategy found of them
-    """
-    return _listed_reason([_clause(r) for r in sorted(unmet)], '; ', what,
-                          advice)
-
-
-def resource_reason(needs, what=None):
-    """The refusal of an image that needs resources the server lacks.
-
-    :param needs: :class:`~nova_image_traits.requirements.ResourceNeed`
-        objects
-    :param what: what is wrong; by default that the server does not hold
-        them
-    """
-    return _listed_reason(
-        [_('%(cause)s needs %(rc)s') % {'cause': n.cause(),
-                                        'rc': n.resource_class}
-         for n in needs], '; ',
-        what or _('this server does not hold it, and a rebuild keeps the '
-                  'resources it holds'),
-        _('Create a new server with this image instead.'))
-
-
-def missing_message(missing, lacks):
-    """User-facing text for traits the strategy found missing.
-
-    :param missing: the trait names
-    :param lacks: what the strategy judged, as the strategy's ``lacks``
-        phrase ("missing on the resources this server uses")
-    """
-    return trait_reason(missing, _('required by the new image, %s') % lacks)
+        """Log the decision as one INFO line (:data:`.reasons.LOG_LINE`)."""
+        LOG.info(reasons.LOG_LINE, reasons.log_values(self))

@@ -16,7 +16,6 @@ a :class:`~nova_image_traits.decision.Decision` whose ``allowed`` says
 what to do and whose reason says why. It imports nothing from nova.
 """
 
-import collections
 import dataclasses
 import time
 
@@ -26,17 +25,19 @@ from oslo_log import log as logging
 from nova_image_traits import conf as nit_conf
 from nova_image_traits import decision as nit_decision
 from nova_image_traits import exception
-from nova_image_traits.i18n import _
 from nova_image_traits import placement
-from nova_image_traits import requirements as nit_requirements
+from nova_image_traits import reasons
 from nova_image_traits import strategies
 from nova_image_traits.strategies import base
 from nova_image_traits import traits as nit_traits
 
 LOG = logging.getLogger(__name__)
 
+#: The most invalid properties the decision log line names.
+MAX_LOGGED_INVALID = reasons.MAX_LOGGED_INVALID
 
-def decide(request, conf=None, client=None):
+
+def decide(request, conf=None, client=None, host_detail=True):
     """Decide whether ``request`` may rebuild on its current host.
 
     :param request: a :class:`~nova_image_traits.request.RebuildRequest`
@@ -46,9 +47,13 @@ def decide(request, conf=None, client=None):
     :param client: a :class:`~nova_image_traits.placement.PlacementClient`;
         by default the process-wide one built from ``conf``, created only
         when a strategy needs placement
+    :param host_detail: whether the caller may read the host's detail in
+        the reason (:class:`~nova_image_traits.reasons.Wording`); the
+        integration module decides
     :returns: a :class:`~nova_image_traits.decision.Decision`, logged
     """
     conf = cfg.CONF if conf is None else conf
+    words = reasons.Wording(host_detail)
     _register(conf)
     started = time.monotonic()
     result = nit_decision.Decision(
@@ -60,22 +65,15 @@ def decide(request, conf=None, client=None):
         opts = conf.image_traits
         result.strategy = opts.strategy
         result.outcome, result.allowed = nit_decision.ACCEPT, True
-        _decide(request, conf, opts, client, result, state)
+        _decide(request, conf, opts, client, result, state, words)
     except (cfg.Error, exception.StrategyNotFound) as e:
-        _refuse(result, nit_decision.ERROR, 'misconfigured', _(
-            'The image traits of the new image could not be checked because '
-            'the check is misconfigured; please contact your cloud '
-            'operator.'), detail=str(e))
+        words.misconfigured(e).refuse(result, nit_decision.ERROR)
     except Exception as e:
         # NOTE(founders): a bug, or an answer no check foresaw: say so, and
         # follow on_placement_error rather than let it reach nova.
         LOG.exception('Unexpected failure deciding the rebuild of %s',
                       request.instance_uuid)
-        _refuse(result, nit_decision.ERROR, 'internal-error',
-                _('The image traits of the new image could not be checked '
-                  'because of an internal error; please contact your cloud '
-                  'operator.'),
-                detail='%s: %s' % (type(e).__name__, e))
+        words.internal_error(e).refuse(result, nit_decision.ERROR)
         result.allowed = fails_open(conf)
     finally:
         if 'session' in state:
@@ -111,51 +109,22 @@ def fails_open(conf):
         return False
 
 
-def _refuse(result, outcome, cause, message, detail=''):
-    result.outcome = outcome
-    result.allowed = False
-    result.cause = cause
-    result.message = message
-    result.detail = detail
-
-
-def _decide(request, conf, opts, client, result, state):
-    wanted = nit_traits.image_traits(request.image_properties)
-    derived = request.derived if opts.judge_derived_requirements else None
-    result.derived = ('off' if not opts.judge_derived_requirements else
-                      'judged' if derived is not None else 'unknown')
-    asked = nit_requirements.merge(
-        nit_requirements.from_image_traits(wanted.required),
-        derived.traits if derived else ())
-    result.requirements = asked
-    result.resources = derived.resources if derived else ()
-    result.required = frozenset(r.trait for r in asked if not r.forbidden)
-    if wanted.ignored:
+def _decide(request, conf, opts, client, result, state, words):
+    asks = request.boot_asks(opts.judge_derived_requirements)
+    result.derived = asks.derived
+    result.requirements = asked = asks.requirements
+    result.resources = asks.resources
+    result.required = asks.required
+    if asks.image.ignored:
         LOG.debug('Ignoring image properties %s: only the value "required" '
                   'is read, as in nova.',
-                  ', '.join(nit_traits.quote(k) for k in wanted.ignored))
-    if wanted.invalid:
-        _refuse(result, nit_decision.REJECT, 'invalid-image-trait',
-                _invalid_message(wanted.invalid),
-                detail=_invalid_detail(wanted.invalid))
+                  ', '.join(nit_traits.quote(k) for k in asks.image.ignored))
+    refusal = _refusal_before_placement(request, asks, opts, result, words)
+    if refusal is not None:
+        refusal.refuse(result, nit_decision.REJECT)
         return
-    if derived and derived.refusal:
-        _refuse(result, nit_decision.REJECT, 'refused-by-request-filter',
-                nit_decision.cut(_('A boot of the new image would be '
-                                   'refused: %s') % derived.refusal),
-                detail='a nova request filter refused the new image')
-        return
-    if not asked and not result.resources:
-        result.detail = 'the new image requires no traits'
-        return
-    if len(wanted.required) > opts.max_image_traits:
-        _refuse(result, nit_decision.REJECT, 'too-many-traits', _(
-            'The image requires %(count)d traits; at most %(limit)d are '
-            'accepted ([image_traits] max_image_traits).') % {
-                'count': len(wanted.required),
-                'limit': opts.max_image_traits})
-        return
-    if _conflicting(request, asked, result):
+    if not asked and not asks.resources:
+        result.detail = reasons.NOTHING_ASKED
         return
 
     try:
@@ -166,12 +135,11 @@ def _decide(request, conf, opts, client, result, state):
             version_ttl=opts.placement_version_ttl,
             global_request_id=request.global_request_id)
         state['session'] = session
-        ctx = base.Context(request, result.required, session, asked)
-        if _lacks_resources(ctx, result):
+        ctx = base.Context(request, asks.required, session, asked)
+        if _lacks_resources(ctx, result, words):
             return
         if not asked:
-            result.detail = ('the server holds the resources the new image '
-                             'asks for, and it requires no traits')
+            result.detail = reasons.RESOURCES_HELD
             return
         verdict = _run(opts.strategy, 'strategy', ctx)
         if (verdict.outcome == nit_decision.INCONCLUSIVE and
@@ -186,17 +154,12 @@ def _decide(request, conf, opts, client, result, state):
                 verdict,
                 providers=tuple(dict.fromkeys(
                     (*first.providers, *verdict.providers))),
-                detail='%s; %s: %s' % (first.detail, name,
-                                       verdict.detail or verdict.outcome))
+                detail=reasons.fallback_detail(first, name, verdict))
     except exception.RequestTooLarge as e:
-        _refuse(result, nit_decision.REJECT, 'query-too-long',
-                _('The new image requires too many or too long traits to '
-                  'check (a placement query of %(length)d bytes, over the '
-                  'limit of %(limit)d).') % e.kwargs)
+        words.query_too_long(e).refuse(result, nit_decision.REJECT)
         return
     except exception.PlacementError as e:
-        _refuse(result, nit_decision.ERROR, e.cause, _placement_failed(e),
-                detail=e.message)
+        words.placement_failed(e).refuse(result, nit_decision.ERROR)
         result.transient = e.transient
         result.allowed = opts.on_placement_error == 'accept'
         return
@@ -205,105 +168,40 @@ def _decide(request, conf, opts, client, result, state):
     if verdict.outcome == nit_decision.ACCEPT:
         result.detail = verdict.detail
     elif verdict.outcome == nit_decision.REJECT:
-        strategy = strategies.load(result.decided_by)
         result.unmet = verdict.unmet or tuple(
             r for r in asked if r.trait in verdict.missing)
-        _refuse(result, verdict.outcome, 'traits-missing',
-                _unmet_message(strategy, result.unmet, verdict.missing),
-                detail=verdict.detail)
-    elif all(not r.derived and not r.forbidden for r in asked):
-        _refuse(result, verdict.outcome, 'inconclusive',
-                nit_decision.trait_reason(
-                    result.required,
-                    _('required by the new image; whether this server '
-                      'has them could not be decided')),
-                detail=verdict.detail)
+        words.unmet(strategies.load(result.decided_by), result.unmet,
+                    verdict.missing, verdict.detail).refuse(
+                        result, verdict.outcome)
     else:
-        _refuse(result, verdict.outcome, 'inconclusive',
-                nit_decision.requirement_reason(
-                    asked, _('whether this server meets them could not be '
-                             'decided')),
-                detail=verdict.detail)
+        words.inconclusive(asked, result.required, verdict.detail).refuse(
+            result, verdict.outcome)
 
 
-def _unmet_message(strategy, unmet, missing):
-    """The refusal naming what the strategy found unmet."""
-    lacks = strategy.lacks or _("missing on this server's host")
-    if not unmet or all(not r.derived and not r.forbidden for r in unmet):
-        # NOTE(founders): the image's own trait: properties, as always.
-        return nit_decision.missing_message(
-            missing or [r.trait for r in unmet], lacks)
-    return nit_decision.requirement_reason(unmet, strategy.unmet_phrase(unmet))
+def _refusal_before_placement(request, asks, opts, result, words):
+    """The :class:`~.reasons.Reason` to refuse without placement, or None.
 
-
-def _conflicting(request, asked, result):
-    """Refuse what placement refuses: a trait required and forbidden alike.
-
-    Placement checks each request group alone (``_check_forbidden``), so a
-    ``trait1:X=forbidden`` in the flavor does not conflict with an image
-    trait ``X``, which belongs to the unsuffixed group.
+    An invalid ``trait:`` property, a request filter's refusal, more
+    ``trait:`` properties than accepted, and a trait both required and
+    forbidden, which placement refuses too.
     """
-    # NOTE(founders): the flavor's own groups, whatever nova derived from the
-    # image (with judge_derived_requirements off, nova's query keeps it).
-    query = request.flavor.resource_query(request.is_volume_backed)
-    flavor = [nit_requirements.Requirement(
-        name, scope, True, sources=('flavor',), via='flavor')
-        for names, scope in ((query.unsuffixed.forbidden,
-                              nit_requirements.UNSUFFIXED),
-                             (query.root_forbidden, nit_requirements.ROOT))
-        for name in names]
-    pairs = nit_requirements.conflicts(nit_requirements.merge(flavor, asked))
-    if not pairs:
-        return False
-    names = frozenset(wanted.trait for wanted, _no in pairs)
-    result.missing = names
-    result.unmet = tuple(wanted for wanted, _no in pairs)
-    if all(no.via == 'flavor' for _yes, no in pairs):
-        cause = 'forbidden-by-flavor'
-        what = _("required by the new image, forbidden by the server's "
-                 "flavor")
-        advice = _('Rebuild with another image, or create a new server '
-                   'with this image and another flavor.')
-    else:
-        cause = 'conflicting-requirements'
-        what = _('both required and forbidden by the new image')
-        advice = _('Fix the image properties, then rebuild again.')
-    _refuse(result, nit_decision.REJECT, cause,
-            nit_decision.trait_reason(names, what, advice),
-            detail='; '.join('%s against %s' % (yes.logged(), no.logged())
-                             for yes, no in pairs))
-    return True
-
-
-def _held_here(ctx):
-    """What the server holds in the compute node's tree, by class.
-
-    When the allocations can be one placement candidate (the node holds a
-    part and no class is held twice) they are all this host's. Otherwise
-    (an unfinished move also holds another node's) only providers of the
-    node's tree count, one ``in_tree`` request: nova derives no resource a
-    sharing provider serves.
-
-    :returns: a Counter, or None when nothing is held here
-    """
-    allocations = base.Strategy.held_allocations(ctx)
-    if not allocations:
+    if asks.image.invalid:
+        return words.invalid(asks.image.invalid)
+    if asks.refusal:
+        return words.refused_by_request_filter(asks.refusal)
+    if not asks.requirements and not asks.resources:
         return None
-    root = ctx.request.compute_node_uuid
-    classes = collections.Counter(
-        rc for res in allocations.values() for rc, n in res.items() if n)
-    twice = any(count > 1 for count in classes.values())
-    if root not in allocations or twice:
-        tree = set(base.Strategy.providers(ctx, [('in_tree', root)], '1.14'))
-        allocations = {rp: res for rp, res in allocations.items()
-                       if rp in tree}
-    held = collections.Counter()
-    for amounts in allocations.values():
-        held.update(amounts)
-    return held or None
+    if len(asks.image.required) > opts.max_image_traits:
+        return words.too_many(len(asks.image.required), opts.max_image_traits)
+    pairs = request.conflicts(asks.requirements)
+    if not pairs:
+        return None
+    result.missing = frozenset(wanted.trait for wanted, _no in pairs)
+    result.unmet = tuple(wanted for wanted, _no in pairs)
+    return words.conflicting(pairs)
 
 
-def _lacks_resources(ctx, result):
+def _lacks_resources(ctx, result, words):
     """Refuse an image that needs resources the server does not hold.
 
     A rebuild keeps the server's allocations, so it cannot add any: the
@@ -313,96 +211,18 @@ def _lacks_resources(ctx, result):
     """
     if not result.resources:
         return False
-    held = _held_here(ctx)
+    held = base.Strategy.held_here(ctx)
     if held is None:
-        _refuse(result, nit_decision.INCONCLUSIVE, 'resources-unknown',
-                nit_decision.resource_reason(
-                    result.resources,
-                    _('whether this server holds it could not be decided')),
-                detail='placement holds no allocations for the server on '
-                       'this compute node')
+        words.resources_unknown(result.resources).refuse(
+            result, nit_decision.INCONCLUSIVE)
         return True
     short = [need for need in result.resources
              if held[need.resource_class] < need.amount]
     if not short:
         return False
     result.missing = frozenset(n.resource_class for n in short)
-    _refuse(result, nit_decision.REJECT, 'resources-not-held',
-            nit_decision.resource_reason(short),
-            detail='; '.join('%s:%d asked by %s, %d held' % (
-                n.resource_class, n.amount,
-                nit_traits.quote(n.cause())[1:-1], held[n.resource_class])
-                for n in short))
+    words.resources_not_held(short, held).refuse(result, nit_decision.REJECT)
     return True
-
-
-def _placement_failed(error):
-    """The reason for a refusal because placement failed: what to do."""
-    if error.transient:
-        return _('The image traits of the new image could not be checked: '
-                 'placement failed (%(cause)s). The server keeps its current '
-                 'image; try again later.') % {'cause': error.cause}
-    if isinstance(error, exception.PlacementProviderNotFound):
-        return _('The image traits of the new image could not be checked: '
-                 "placement has no resource provider for this server's "
-                 'host (%(cause)s). The server keeps its current image; ask '
-                 'the cloud operator.') % {'cause': error.cause}
-    return _('The image traits of the new image could not be checked '
-             '(%(cause)s), and trying again will not help. The server keeps '
-             'its current image; ask the cloud operator.') % {
-                 'cause': error.cause}
-
-
-#: The most invalid properties the decision log line names.
-MAX_LOGGED_INVALID = 16
-_FIX = _('Fix or remove the image property, then rebuild again.')
-_FIX_MANY = _('Fix or remove the image property, or properties, then '
-              'rebuild again.')
-
-
-def _invalid_message(invalid):
-    """The refusal naming the invalid properties, fit for nova's column."""
-    names = [nit_traits.quote(prop) for prop, _why in invalid]
-    if len(names) == 1:
-        message = _('Image property %(property)s does not name a valid '
-                    'trait: %(why)s. %(fix)s') % {
-                        'property': names[0], 'why': invalid[0][1],
-                        'fix': _FIX}
-        if nit_decision.fits(message):
-            return message
-        return _('Image property %(property)s does not name a valid '
-                 'trait. %(fix)s') % {'property': names[0], 'fix': _FIX}
-    template = _('Image properties %(listed)s do not name valid traits. '
-                 '%(fix)s')
-    more = _('%(shown)s and %(count)d more')
-    fixed = len((template % {'listed': more % {'shown': '', 'count': 999},
-                             'fix': _FIX_MANY}).encode('utf-8'))
-    shown = [names[0]]
-    for name in names[1:]:
-        if fixed + len(', '.join(shown + [name]).encode('utf-8')) > (
-                nit_decision.MAX_REASON):
-            break
-        shown.append(name)
-    if len(shown) < len(names):
-        listed = more % {'shown': ', '.join(shown),
-                         'count': len(names) - len(shown)}
-    else:
-        listed = _('%(names)s and %(last)s') % {
-            'names': ', '.join(shown[:-1]), 'last': shown[-1]}
-    return template % {'listed': listed, 'fix': _FIX_MANY}
-
-
-def _invalid_detail(invalid):
-    """The log line's list: every invalid property, up to a bound."""
-    # NOTE(founders): a reason may repeat part of the name; escape it as well.
-    parts = ['%s (%s)' % (nit_traits.quote(prop),
-                          nit_traits.quote(why)[1:-1])
-             for prop, why in invalid[:MAX_LOGGED_INVALID]]
-    text = '%d invalid trait properties: %s' % (
-        len(invalid), '; '.join(parts))
-    if len(invalid) > MAX_LOGGED_INVALID:
-        text += '; and %d more' % (len(invalid) - MAX_LOGGED_INVALID)
-    return text
 
 
 def _run(name, option, ctx):
