@@ -257,8 +257,8 @@ class RebuildPrecheck(nova_wsgi.Middleware):
         with nova_context.target_cell(admin, mapping.cell_mapping) as cctxt:
             node = objects.ComputeNode.get_by_host_and_nodename(
                 cctxt, seen['host'], seen['node'])
-        return engine.decide(dataclasses.replace(
-            request, compute_node_uuid=node.uuid), conf=nova.conf.CONF)
+        request = dataclasses.replace(request, compute_node_uuid=node.uuid)
+        return engine.decide(request, conf=nova.conf.CONF, host_detail=True)
 
 
 def _refusal(req, decision):

@@ -159,7 +159,8 @@ def decide(request, conf, client, strategy, fallback=None):
     if fallback:
         conf.set_override('fallback_strategy', fallback,
                           group='image_traits')
-    return engine.decide(request, conf=conf, client=client)
+    # The commands are the operator's: they read the host's detail.
+    return engine.decide(request, conf=conf, client=client, host_detail=True)
 
 
 def can_share(strategy, conf):

@@ -124,7 +124,8 @@ def validate_image_traits_for_rebuild(self, context, instance, image_ref):
         compute_node = objects.ComputeNode.get_by_host_and_nodename(
             context, instance.host, instance.node)
         decision = engine.decide(dataclasses.replace(
-            request, compute_node_uuid=compute_node.uuid), conf=conf)
+            request, compute_node_uuid=compute_node.uuid), conf=conf,
+            host_detail=True)
     except Exception:
         # NOTE(founders): anything escaping from here other than NoValidHost
         # would leave the instance stuck in task_state REBUILDING, because

@@ -134,7 +134,9 @@ class ImageTraitsFilter(filters.BaseHostFilter):
             # Same shortcut as nova's own check: nothing required, nothing
             # to decide, no placement request.
             return True
-        decision = engine.decide(request, conf=nova.conf.CONF)
+        # The reason goes to the scheduler's log alone.
+        decision = engine.decide(request, conf=nova.conf.CONF,
+                                 host_detail=True)
         if not decision.allowed:
             # NOTE(founders): at INFO, unlike other filters' rejections: in a
             # filter-only deployment the user is told only "No valid host was
