@@ -17,12 +17,16 @@ keeps of a refusal.
 """
 
 from nova_image_traits.i18n import _
+from nova_image_traits import traits as nit_traits
 
 #: Nova stores a refusal in 255 bytes of UTF-8 (instance faults and action
 #: event details, ``nova.compute.utils.exception_to_dict``), after
 #: ``NoValidHost``'s own "No valid host was found. ", which is 25 bytes in
 #: English and may be longer translated: the reason gets 200 bytes.
 MAX_REASON = 200
+_FIX = _('Fix or remove the image property, then rebuild again.')
+_FIX_MANY = _('Fix or remove the image property, or properties, then '
+              'rebuild again.')
 
 
 def fits(text):
@@ -144,3 +148,38 @@ def missing_message(missing, lacks):
         phrase ("missing on the resources this server uses")
     """
     return trait_reason(missing, _('required by the new image, %s') % lacks)
+
+
+def invalid_reason(invalid):
+    """The refusal naming the invalid properties, fit for nova's column.
+
+    :param invalid: ``(property, why)`` pairs
+    """
+    names = [nit_traits.quote(prop) for prop, _why in invalid]
+    if len(names) == 1:
+        message = _('Image property %(property)s does not name a valid '
+                    'trait: %(why)s. %(fix)s') % {
+                        'property': names[0], 'why': invalid[0][1],
+                        'fix': _FIX}
+        if fits(message):
+            return message
+        return _('Image property %(property)s does not name a valid '
+                 'trait. %(fix)s') % {'property': names[0], 'fix': _FIX}
+    template = _('Image properties %(listed)s do not name valid traits. '
+                 '%(fix)s')
+    more = _('%(shown)s and %(count)d more')
+    fixed = len((template % {'listed': more % {'shown': '', 'count': 999},
+                             'fix': _FIX_MANY}).encode('utf-8'))
+    shown = [names[0]]
+    for name in names[1:]:
+        if fixed + len(', '.join(shown + [name]).encode('utf-8')) > (
+                MAX_REASON):
+            break
+        shown.append(name)
+    if len(shown) < len(names):
+        listed = more % {'shown': ', '.join(shown),
+                         'count': len(names) - len(shown)}
+    else:
+        listed = _('%(names)s and %(last)s') % {
+            'names': ', '.join(shown[:-1]), 'last': shown[-1]}
+    return template % {'listed': listed, 'fix': _FIX_MANY}

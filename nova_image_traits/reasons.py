@@ -29,9 +29,6 @@ from nova_image_traits import traits as nit_traits
 
 #: The most invalid properties the decision log line names.
 MAX_LOGGED_INVALID = 16
-_FIX = _('Fix or remove the image property, then rebuild again.')
-_FIX_MANY = _('Fix or remove the image property, or properties, then '
-              'rebuild again.')
 
 #: The detail of an acceptance without a question for placement.
 NOTHING_ASKED = 'the new image requires no traits'
@@ -141,7 +138,7 @@ class Wording:
 
     def invalid(self, invalid):
         """:param invalid: ``(property, why)`` pairs"""
-        return Reason('invalid-image-trait', _invalid_message(invalid),
+        return Reason('invalid-image-trait', listing.invalid_reason(invalid),
                       _invalid_detail(invalid))
 
     def refused_by_request_filter(self, refusal):
@@ -235,38 +232,6 @@ def _placement_failed(error):
              '(%(cause)s), and trying again will not help. The server keeps '
              'its current image; ask the cloud operator.') % {
                  'cause': error.cause}
-
-
-def _invalid_message(invalid):
-    """The refusal naming the invalid properties, fit for nova's column."""
-    names = [nit_traits.quote(prop) for prop, _why in invalid]
-    if len(names) == 1:
-        message = _('Image property %(property)s does not name a valid '
-                    'trait: %(why)s. %(fix)s') % {
-                        'property': names[0], 'why': invalid[0][1],
-                        'fix': _FIX}
-        if listing.fits(message):
-            return message
-        return _('Image property %(property)s does not name a valid '
-                 'trait. %(fix)s') % {'property': names[0], 'fix': _FIX}
-    template = _('Image properties %(listed)s do not name valid traits. '
-                 '%(fix)s')
-    more = _('%(shown)s and %(count)d more')
-    fixed = len((template % {'listed': more % {'shown': '', 'count': 999},
-                             'fix': _FIX_MANY}).encode('utf-8'))
-    shown = [names[0]]
-    for name in names[1:]:
-        if fixed + len(', '.join(shown + [name]).encode('utf-8')) > (
-                listing.MAX_REASON):
-            break
-        shown.append(name)
-    if len(shown) < len(names):
-        listed = more % {'shown': ', '.join(shown),
-                         'count': len(names) - len(shown)}
-    else:
-        listed = _('%(names)s and %(last)s') % {
-            'names': ', '.join(shown[:-1]), 'last': shown[-1]}
-    return template % {'listed': listed, 'fix': _FIX_MANY}
 
 
 def _invalid_detail(invalid):
