@@ -238,3 +238,24 @@ class TestUnfinishedMove(HeldProvidersTestBase):
         result = self.decide(here.uuid, 'allocation_traits', trait=A100,
                              flavor=VGPU_FLAVOR)
         self.assertEqual(A, result.outcome)
+
+
+class TestFullHost(HeldProvidersTestBase):
+    """Capacity plays no part, in the verdict or in what it costs.
+
+    ``tox -e bench`` measures a full host beside one with room; they are
+    the same work (doc/source/admin/performance.rst).
+    """
+
+    def test_filling_the_host_changes_no_request(self):
+        node = self.build_host('root')
+        sent = {}
+        for state in ('room', 'full'):
+            if state == 'full':
+                self.assertTrue(self.builder.fill(node, 'VCPU'))
+            self.server.reset_recorder()
+            result = self.decide(node, 'held_providers')
+            sent[state] = (result.outcome, result.requests,
+                           self.placement_gets())
+        self.assertEqual((A, 2), sent['room'][:2])
+        self.assertEqual(sent['room'], sent['full'])
