@@ -21,11 +21,16 @@ connection tests therefore serve the same real placement application
 through :class:`KeepAliveServer`, an HTTP/1.1 keep-alive server that counts
 the connections it accepts and how many are open at once.
 
-The always-on memory test runs 10,000 decisions of the ``reject`` strategy
-(the engine, parsing, logging; no placement) and 600 of ``root_traits``.
-Set ``NIT_LOAD=1`` for the long run against placement: 10,000 sequential
-``root_traits`` decisions, 2,000 of each other strategy and 2,000 failing
-ones.
+The memory test that always runs (:class:`TestMemory`, in ``tox -e
+functional``) makes 10,000 decisions of the ``reject`` strategy (the
+engine, parsing, logging; no placement) and 600 of ``held_providers``, the
+default, against placement. The long run (:class:`TestMemoryLong`) is
+skipped unless ``NIT_LOAD=1`` (``tox -e load``; ``.ci/run`` does not run
+it). It makes sequential decisions against placement: 10,000 of
+``held_providers`` and 10,000 of ``root_traits``, 2,000 of each of
+``tree_traits``, ``in_tree_candidates`` and ``allocation_traits``, and
+2,000 failing ones (``root_traits``, an unknown provider). Each bounds the
+growth of traced client-side memory after its warm-up decisions.
 """
 
 import collections
@@ -457,14 +462,23 @@ class TestMemory(MemoryTestBase):
     def test_10000_decisions_reject_strategy(self):
         self.measure('reject', 10000)
 
-    def test_600_decisions_root_traits(self):
-        self.measure('root_traits', 600, warm=200)
+    def test_600_decisions_held_providers(self):
+        # The default strategy.
+        self.measure('held_providers', 600, warm=200)
 
 
 @unittest.skipUnless(os.environ.get('NIT_LOAD') == '1',
                      'long load run; set NIT_LOAD=1 (tox -e load)')
 class TestMemoryLong(MemoryTestBase):
-    """Many sequential decisions against placement, per strategy."""
+    """Many sequential decisions against placement, per strategy.
+
+    10,000 for the default strategy and ``root_traits``, 2,000 for the
+    other strategies that ask placement and 2,000 failing decisions.
+    """
+
+    def test_10000_held_providers(self):
+        # The default strategy.
+        self.measure('held_providers', 10000)
 
     def test_10000_root_traits(self):
         self.measure('root_traits', 10000)
