@@ -75,6 +75,8 @@ TASKS = 250
 MAX_GROWTH = 2 * 1024 * 1024
 #: ... and per decision, on average.
 MAX_PER_DECISION = 256
+#: Fewer than one decision in MAX_LATE may end past its 2 s deadline.
+MAX_LATE = 10
 LOG = logging.getLogger(__name__)
 
 
@@ -416,6 +418,7 @@ class MemoryTestBase(LoadTestBase):
         conf = self.conf_for(strategy, decision_timeout=2)
         expected = EXPECTED[strategy, trait]
         req = self.rebuild(trait)
+        late = []
 
         def run(n):
             for _ in range(n):
@@ -430,7 +433,12 @@ class MemoryTestBase(LoadTestBase):
                             extra_specs={'resources1:CUSTOM_MAGIC': '1'}),
                         original_image_properties={}, host='test-host'),
                     conf=conf, client=self.client)
-                if r.outcome != expected:
+                if (r.outcome == decision.ERROR and
+                        r.cause in ('deadline', 'timeout')):
+                    # NOTE: the machine held this one past the short
+                    # deadline; its memory counts all the same.
+                    late.append(r.detail)
+                elif r.outcome != expected:
                     self.fail('%s: %s %s' % (strategy, r.outcome, r.detail))
 
         tracemalloc.start()
@@ -447,10 +455,13 @@ class MemoryTestBase(LoadTestBase):
         self.addDetailUniqueName('memory-top-%s' % strategy, _text(
             top_growth(before, after)))
         self.addDetailUniqueName('memory-%s' % strategy, _text(
-            '%s: %d decisions in %.1fs; traced client-side memory after '
-            '%d: %d B, after %d: %d B, growth %d B' % (
-                strategy, total, elapsed, warm, first, total, last,
-                growth)))
+            '%s: %d decisions in %.1fs (%d past the deadline); traced '
+            'client-side memory after %d: %d B, after %d: %d B, growth '
+            '%d B' % (strategy, total, elapsed, len(late), warm, first,
+                      total, last, growth)))
+        # Decided, most of them: a loaded machine may hold a few past the
+        # deadline, not a tenth.
+        self.assertLess(len(late), total // MAX_LATE, late[:3])
         self.assertLess(growth, MAX_GROWTH, strategy)
         self.assertLess(growth / float(total - warm), MAX_PER_DECISION,
                         strategy)
