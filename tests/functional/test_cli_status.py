@@ -38,6 +38,7 @@ from nova_image_traits.cmd import status
 from nova_image_traits import series
 from nova_image_traits.status import conductor
 from tests.functional import base
+from tests.unit import base as unit_base
 
 HOOKED = conductor.HOOKED
 PLAIN = conductor.PLAIN
@@ -216,10 +217,8 @@ class StatusOldPlacementTest(base.FunctionalTestCase):
         self.assertEqual(2, rc)
 
     def test_reads_nova_conf_where_nova_status_does(self):
-        if os.path.exists('/etc/nova'):
-            self.skipTest('this machine has its own /etc/nova')
-        home = self.useFixture(fixtures.TempDir()).path
-        self.useFixture(fixtures.EnvironmentVariable('HOME', home))
+        # Not the machine's own /etc/nova, if it has one.
+        home = self.useFixture(unit_base.NovaConfSearch()).home
         os.makedirs(os.path.join(home, '.nova', 'nova.conf.d'))
         nova_conf = os.path.join(home, '.nova', 'nova.conf')
         with open(nova_conf, 'w') as f:

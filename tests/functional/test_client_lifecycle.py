@@ -329,10 +329,87 @@ class TestGlobalRequestId(_EngineTestBase):
         self.assertEqual([None], [h for _p, h, _a in self.headers.seen])
 
 
+class _HoldingPlacement:
+    """A fault: answers a round's first ``answered`` GETs, holds the rest.
+
+    The first ``answered`` requests of a round get placement's real answer
+    once all of them have arrived. Every later one gets it when the round
+    ends (:meth:`end_round`), and until then a byte of JSON whitespace
+    every :attr:`TRICKLE` seconds, so that keystoneauth's read timeout
+    never ends the request: it holds its connection, and its worker
+    thread, until the round is over, however late the machine runs.
+    """
+
+    #: Seconds between two bytes of a held answer.
+    TRICKLE = 0.1
+    #: The longest a request is held if the test never ends its round.
+    HOLD = 60
+
+    def __init__(self, answered):
+        self.answered = answered
+        self._lock = threading.Lock()
+        self._done = threading.Condition(self._lock)
+        self._in_flight = 0
+        self.start_round()
+
+    def start_round(self):
+        with self._lock:
+            #: GETs received this round
+            self.received = 0
+            self._all_in = threading.Event()
+            self._released = threading.Event()
+
+    def end_round(self):
+        self._released.set()
+
+    def wait_answered(self, timeout=HOLD):
+        """Wait until every request received has had its whole answer."""
+        with self._done:
+            self._done.wait_for(lambda: not self._in_flight, timeout)
+
+    def _answered(self):
+        with self._done:
+            self._in_flight -= 1
+            self._done.notify_all()
+
+    def __call__(self, environ, app):
+        with self._lock:
+            self.received += 1
+            self._in_flight += 1
+            first = self.received <= self.answered
+            if self.received == self.answered:
+                self._all_in.set()
+            all_in, released = self._all_in, self._released
+        if first:
+            all_in.wait(self.HOLD)
+            self._answered()
+            return None
+        status, headers, body = test_faults.real_body(environ, app)
+        pad = int(self.HOLD / self.TRICKLE)
+
+        def answer(environ, start_response):
+            start_response(status, [
+                (k, v) for k, v in headers if k.lower() != 'content-length'
+            ] + [('Content-Length', str(pad + len(body)))])
+
+            def chunks():
+                try:
+                    sent = 0
+                    while sent < pad and not released.wait(self.TRICKLE):
+                        sent += 1
+                        yield b' '
+                    yield b' ' * (pad - sent) + body
+                finally:
+                    self._answered()
+            return chunks()
+        return answer
+
+
 class TestDeadlineUnderContention(_EngineTestBase):
     """More decisions at once than connections, and a slow placement."""
 
-    #: What the issue measured: pool of 2, 1.0 s, answers in 0.9 s.
+    #: 8 decisions at once, a pool of 2, 1.0 s each; placement answers the
+    #: retries' test in SLOW / 2 seconds.
     THREADS = 8
     POOL = 2
     LIMIT = 1.0
@@ -341,7 +418,7 @@ class TestDeadlineUnderContention(_EngineTestBase):
     #: the whole process was held still (assertTookLess).
     SLACK = 0.1
 
-    def run_decisions(self, conf, strategy='root_traits'):
+    def run_decisions(self, conf, strategy='root_traits', limit=LIMIT):
         results = []
         errors = []
 
@@ -358,45 +435,66 @@ class TestDeadlineUnderContention(_EngineTestBase):
         for t in threads:
             t.start()
         for t in threads:
-            t.join(self.LIMIT + 10)
+            t.join(limit + 10)
         self.assertEqual([], errors)
         self.assertEqual(self.THREADS, len(results))
         return results
 
-    def check(self, results):
+    def check(self, results, limit=LIMIT):
         worst = max(elapsed for elapsed, _r in results)
         self.addDetailUniqueName(
             'worst-overshoot',
-            testtools.content.text_content('%.3f s' % (worst - self.LIMIT)))
-        self.assertTookLess(worst, self.LIMIT + self.SLACK,
+            testtools.content.text_content('%.3f s' % (worst - limit)))
+        self.assertTookLess(worst, limit + self.SLACK,
                             [(round(e, 3), r.cause) for e, r in results])
         for elapsed, result in results:
-            self.assertTookLess(result.elapsed, self.LIMIT + self.SLACK)
+            self.assertTookLess(result.elapsed, limit + self.SLACK)
             if result.outcome == decision.ERROR:
                 self.assertIn(result.cause, ('timeout', 'deadline'),
                               result.detail)
         return worst
 
     def test_pool_wait_slow_placement_and_first_build(self):
+        # Placement answers the first two requests of a round once both
+        # are in, and holds every later one until the round is over. So,
+        # whatever the machine's pauses, the two decisions holding the two
+        # connections get their answer, well inside the deadline; the next
+        # two get a connection and wait for an answer that never comes
+        # before their deadline; the other four never get a connection and
+        # send nothing. Only the time bounds depend on the clock, and they
+        # allow for stalls (assertTookLess).
         self.useFixture(fixtures.MonkeyPatch(
             'nova_image_traits.placement.client.POOL_SIZE', self.POOL))
-
-        def slow(environ, app):
-            time.sleep(self.SLOW)
-            return None
-        self.set_fault(test_faults.on_paths(slow, root=True))
+        # Long enough for the two answered decisions to survive a pause of
+        # the whole process of more than a second.
+        limit = 2 * self.LIMIT
+        gate = _HoldingPlacement(self.POOL)
+        self.addCleanup(gate.end_round)
+        self.set_fault(test_faults.on_paths(gate, root=True))
         conf = test_faults.write_conf(
             self, test_faults.admin_token_opts(self.endpoint),
-            {'decision_timeout': self.LIMIT})
+            {'decision_timeout': limit})
         # The first round also builds the client, inside the deadline.
         for _round in range(2):
-            results = self.run_decisions(conf)
-            self.check(results)
-            accepted = [r for _e, r in results
-                        if r.outcome == decision.ACCEPT]
-            # Two connections, one slow answer each: two decisions get it.
-            self.assertEqual(self.POOL, len(accepted))
-            time.sleep(self.SLOW)
+            gate.start_round()
+            results = self.run_decisions(conf, limit=limit)
+            gate.end_round()
+            self.check(results, limit)
+            waited = sorted(r.detail for _e, r in results
+                            if r.outcome != decision.ACCEPT)
+            # Two connections: the two decisions holding them get their
+            # answer...
+            self.assertEqual(self.POOL, self.THREADS - len(waited), waited)
+            # ...the two that took them next wait for an answer until
+            # their deadline, and the others for a connection, sending
+            # nothing.
+            no_connection = [d for d in waited if
+                             'No connection to placement became free' in d]
+            self.assertEqual(self.THREADS - 2 * self.POOL,
+                             len(no_connection), waited)
+            self.assertEqual(2 * self.POOL, gate.received)
+            # The held requests end, and free their connections.
+            gate.wait_answered()
 
     def test_retries_and_version_document_under_contention(self):
         self.useFixture(fixtures.MonkeyPatch(

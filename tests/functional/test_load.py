@@ -21,11 +21,16 @@ connection tests therefore serve the same real placement application
 through :class:`KeepAliveServer`, an HTTP/1.1 keep-alive server that counts
 the connections it accepts and how many are open at once.
 
-The always-on memory test runs 10,000 decisions of the ``reject`` strategy
-(the engine, parsing, logging; no placement) and 600 of ``root_traits``.
-Set ``NIT_LOAD=1`` for the long run against placement: 10,000 sequential
-``root_traits`` decisions, 2,000 of each other strategy and 2,000 failing
-ones.
+The memory test that always runs (:class:`TestMemory`, in ``tox -e
+functional``) makes 10,000 decisions of the ``reject`` strategy (the
+engine, parsing, logging; no placement) and 600 of ``held_providers``, the
+default, against placement. The long run (:class:`TestMemoryLong`) is
+skipped unless ``NIT_LOAD=1`` (``tox -e load``; ``.ci/run`` does not run
+it). It makes sequential decisions against placement: 10,000 of
+``held_providers`` and 10,000 of ``root_traits``, 2,000 of each of
+``tree_traits``, ``in_tree_candidates`` and ``allocation_traits``, and
+2,000 failing ones (``root_traits``, an unknown provider). Each bounds the
+growth of traced client-side memory after its warm-up decisions.
 """
 
 import collections
@@ -70,6 +75,8 @@ TASKS = 250
 MAX_GROWTH = 2 * 1024 * 1024
 #: ... and per decision, on average.
 MAX_PER_DECISION = 256
+#: Fewer than one decision in MAX_LATE may end past its 2 s deadline.
+MAX_LATE = 10
 LOG = logging.getLogger(__name__)
 
 
@@ -411,6 +418,7 @@ class MemoryTestBase(LoadTestBase):
         conf = self.conf_for(strategy, decision_timeout=2)
         expected = EXPECTED[strategy, trait]
         req = self.rebuild(trait)
+        late = []
 
         def run(n):
             for _ in range(n):
@@ -425,7 +433,12 @@ class MemoryTestBase(LoadTestBase):
                             extra_specs={'resources1:CUSTOM_MAGIC': '1'}),
                         original_image_properties={}, host='test-host'),
                     conf=conf, client=self.client)
-                if r.outcome != expected:
+                if (r.outcome == decision.ERROR and
+                        r.cause in ('deadline', 'timeout')):
+                    # NOTE: the machine held this one past the short
+                    # deadline; its memory counts all the same.
+                    late.append(r.detail)
+                elif r.outcome != expected:
                     self.fail('%s: %s %s' % (strategy, r.outcome, r.detail))
 
         tracemalloc.start()
@@ -442,10 +455,13 @@ class MemoryTestBase(LoadTestBase):
         self.addDetailUniqueName('memory-top-%s' % strategy, _text(
             top_growth(before, after)))
         self.addDetailUniqueName('memory-%s' % strategy, _text(
-            '%s: %d decisions in %.1fs; traced client-side memory after '
-            '%d: %d B, after %d: %d B, growth %d B' % (
-                strategy, total, elapsed, warm, first, total, last,
-                growth)))
+            '%s: %d decisions in %.1fs (%d past the deadline); traced '
+            'client-side memory after %d: %d B, after %d: %d B, growth '
+            '%d B' % (strategy, total, elapsed, len(late), warm, first,
+                      total, last, growth)))
+        # Decided, most of them: a loaded machine may hold a few past the
+        # deadline, not a tenth.
+        self.assertLess(len(late), total // MAX_LATE, late[:3])
         self.assertLess(growth, MAX_GROWTH, strategy)
         self.assertLess(growth / float(total - warm), MAX_PER_DECISION,
                         strategy)
@@ -457,14 +473,23 @@ class TestMemory(MemoryTestBase):
     def test_10000_decisions_reject_strategy(self):
         self.measure('reject', 10000)
 
-    def test_600_decisions_root_traits(self):
-        self.measure('root_traits', 600, warm=200)
+    def test_600_decisions_held_providers(self):
+        # The default strategy.
+        self.measure('held_providers', 600, warm=200)
 
 
 @unittest.skipUnless(os.environ.get('NIT_LOAD') == '1',
                      'long load run; set NIT_LOAD=1 (tox -e load)')
 class TestMemoryLong(MemoryTestBase):
-    """Many sequential decisions against placement, per strategy."""
+    """Many sequential decisions against placement, per strategy.
+
+    10,000 for the default strategy and ``root_traits``, 2,000 for the
+    other strategies that ask placement and 2,000 failing decisions.
+    """
+
+    def test_10000_held_providers(self):
+        # The default strategy.
+        self.measure('held_providers', 10000)
 
     def test_10000_root_traits(self):
         self.measure('root_traits', 10000)

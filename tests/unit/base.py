@@ -11,6 +11,8 @@
 # under the License.
 """A small base for the unit tests: a fresh configuration per test."""
 
+import os
+
 import fixtures
 import hypothesis
 from oslo_config import cfg
@@ -61,3 +63,40 @@ class TestCase(base.BaseTestCase):
         """Override options of ``group`` for this test."""
         for name, value in kwargs.items():
             self.conf.set_override(name, value, group=group)
+
+
+class NovaConfSearch(fixtures.Fixture):
+    """oslo.config's search for nova's files sees a machine of the test's own.
+
+    ``HOME`` is a temporary directory, and so is the ``/etc`` the search
+    looks in (``/etc/nova/``, ``/etc/``), so that what a test finds does not
+    depend on a machine that has its own ``/etc/nova``.
+
+    :ivar home: the temporary home directory
+    :ivar etc: the temporary directory searched instead of ``/etc``
+    """
+
+    def _setUp(self):
+        self.home = self.useFixture(fixtures.TempDir()).path
+        self.etc = self.useFixture(fixtures.TempDir()).path
+        self.useFixture(fixtures.EnvironmentVariable('HOME', self.home))
+        for name in ('SNAP', 'SNAP_COMMON'):
+            self.useFixture(fixtures.EnvironmentVariable(name))
+        # NOTE: the one place oslo.config names its search directories,
+        # the same from 9.4.0 (lower-constraints) to 10.7.0 (2026.2).
+        search = cfg._get_config_dirs
+
+        def dirs(project=None):
+            return [self.etc + d[len('/etc'):]
+                    if d == '/etc' or d.startswith('/etc/') else d
+                    for d in search(project)]
+        self.useFixture(fixtures.MockPatchObject(cfg, '_get_config_dirs',
+                                                 dirs))
+
+    def write(self, relpath, text, root=None):
+        """Write ``text`` to ``relpath`` under ``root`` (the home)."""
+        path = os.path.join(root or self.home, relpath)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, 'w') as f:
+            f.write(text)
+        return path

@@ -13,8 +13,6 @@
 
 import os
 
-import fixtures
-
 from nova_image_traits import cli
 from tests.unit import base
 
@@ -23,19 +21,10 @@ class LoadConfTest(base.TestCase):
 
     def setUp(self):
         super().setUp()
-        self.home = self.useFixture(fixtures.TempDir()).path
-        self.useFixture(fixtures.EnvironmentVariable('HOME', self.home))
-
-    def write(self, relpath, text):
-        path = os.path.join(self.home, relpath)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, 'w') as f:
-            f.write(text)
-        return path
+        self.search = self.useFixture(base.NovaConfSearch())
+        self.write = self.search.write
 
     def test_search_reads_nova_conf_and_its_conf_d(self):
-        if os.path.exists('/etc/nova'):
-            self.skipTest('this machine has its own /etc/nova')
         path = self.write('.nova/nova.conf',
                           '[image_traits]\nstrategy = root_traits\n')
         extra = self.write('.nova/nova.conf.d/10-traits.conf',
@@ -49,6 +38,22 @@ class LoadConfTest(base.TestCase):
         self.assertIn(path, line)
         self.assertIn(os.path.dirname(extra), line)
         self.assertIn('strategy root_traits, fallback reject', line)
+
+    def test_search_reads_etc_nova(self):
+        # Where nova's services read it; the search sees the fixture's
+        # /etc, never the machine's.
+        etc = self.search.etc
+        path = self.write('nova/nova.conf',
+                          '[image_traits]\nstrategy = tree_traits\n', etc)
+        conf_d = os.path.dirname(self.write(
+            'nova/nova.conf.d/10-traits.conf',
+            '[image_traits]\nfallback_strategy = reject\n', etc))
+
+        conf = cli.load_conf(search=True)
+
+        self.assertEqual({path, conf_d}, set(conf.nit_sources))
+        self.assertEqual('tree_traits', conf.image_traits.strategy)
+        self.assertEqual('reject', conf.image_traits.fallback_strategy)
 
     def test_explicit_files_replace_the_search(self):
         self.write('.nova/nova.conf',

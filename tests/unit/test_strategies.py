@@ -501,9 +501,12 @@ class InTreeCandidatesTest(base.TestCase):
             _ctx([GOLD], session, resources=query))
         asked = [q for _p, q, _v in session.calls
                  if any(GOLD in value for _k, value in q)]
-        if verdict.outcome == decision.ACCEPT:
-            self.assertNotEqual([], asked, 'accepted without asking '
-                                'placement about the image traits')
+        # Nobody asked placement about GOLD: the strategy cannot tell, and
+        # says why, rather than accept the candidate placement offers.
+        self.assertEqual([], asked)
+        self.assertEqual(decision.INCONCLUSIVE, verdict.outcome)
+        self.assertIn('carries the image traits, asks for no resources',
+                      verdict.detail)
 
     def test_malformed_candidates(self):
         for body in ({'allocation_requests': {}, 'provider_summaries': {}},

@@ -1,0 +1,102 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""The benchmark's verdicts: a target that judged nothing has not passed.
+
+They work on the results dict the benchmark writes; here it is written by
+hand, with no placement and no nova.
+"""
+
+from benchmarks import tables
+from benchmarks import targets
+from tests.unit import base
+
+DEFAULT = targets.DEFAULT_STRATEGY
+
+
+def _cell(strategy=DEFAULT, phase='main', n=targets.RATIO_N, **values):
+    cell = {'phase': phase, 'n': n, 'case': 'root', 'strategy': strategy,
+            'requests_max': 2, 'mismatch': False, 'version_requests': 0,
+            'nova_ratio': 2 * targets.MIN_NOVA_RATIO, 'overhead': 1.0}
+    cell.update(values)
+    return cell
+
+
+def _results(cells=(), audit_runs=()):
+    return {'rebuild': list(cells), 'growth': [],
+            'config': {'background': 200, 'grow_to': 2000},
+            'audit': {'status': 'measured', 'runs': list(audit_runs)}}
+
+
+#: The targets that judge cells, by name in this module.
+JUDGES = {
+    'requests': targets.target_requests,
+    'nova ratio': targets.target_nova_ratio,
+    'growth': targets.target_growth,
+    'overhead': targets.target_overhead,
+    'audit': targets.target_audit,
+}
+
+
+class PendingTest(base.TestCase):
+
+    def statuses(self, results):
+        return {name: judge(results)['status']
+                for name, judge in JUDGES.items()}
+
+    def test_no_cell_is_pending(self):
+        results = _results()
+        self.assertEqual(dict.fromkeys(JUDGES, 'pending'),
+                         self.statuses(results))
+        verdicts = [judge(results) for judge in JUDGES.values()]
+        self.assertEqual(verdicts, targets.missed(verdicts))
+        self.assertEqual(['PENDING'] * len(JUDGES),
+                         [row[1] for row in tables.target_rows(verdicts)[1]])
+
+    def test_cells_of_other_strategies_only_are_pending(self):
+        # The default's targets judge the default's cells; the requests'
+        # count of every strategy agrees, but that alone does not pass.
+        results = _results([_cell('reject'), _cell('root_traits')])
+        statuses = self.statuses(results)
+        self.assertEqual('pending', statuses['requests'])
+        self.assertEqual('pending', statuses['nova ratio'])
+        self.assertEqual('pass', statuses['overhead'])
+
+    def test_cells_elsewhere_are_pending(self):
+        # No cell at the N of the nova ratio, none in the main phase.
+        results = _results([_cell(n=0), _cell(phase='grown')])
+        statuses = self.statuses(results)
+        self.assertEqual('pending', statuses['nova ratio'])
+        self.assertEqual('pass', statuses['requests'])
+
+    def test_judged_cells_pass(self):
+        results = _results(
+            [_cell()], [{'strategy': DEFAULT, 'servers': 1000,
+                         'hosts': 100, 'requests': 200}])
+        self.assertEqual(
+            {'requests': 'pass', 'nova ratio': 'pass', 'growth': 'pending',
+             'overhead': 'pass', 'audit': 'pass'}, self.statuses(results))
+
+    def test_a_missed_cell_fails(self):
+        results = _results([_cell(requests_max=targets.MAX_REQUESTS + 1,
+                                  nova_ratio=1.0, overhead=2.0)])
+        statuses = self.statuses(results)
+        self.assertEqual(['fail'] * 3, [statuses['requests'],
+                                        statuses['nova ratio'],
+                                        statuses['overhead']])
+
+    def test_a_failure_with_no_cell_judged_fails(self):
+        # A disagreeing count in another strategy's cell is a failure
+        # even before a cell of the default was measured.
+        results = _results([_cell('root_traits', mismatch=True)])
+        verdict = targets.target_requests(results)
+        self.assertEqual('fail', verdict['status'])
+        self.assertEqual(0, verdict['checked'])
