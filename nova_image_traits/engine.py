@@ -16,6 +16,7 @@ a :class:`~nova_image_traits.decision.Decision` whose ``allowed`` says
 what to do and whose reason says why. It imports nothing from nova.
 """
 
+import collections
 import dataclasses
 import time
 
@@ -218,7 +219,7 @@ def _lacks_resources(ctx, result):
     """
     if not result.resources:
         return False
-    held = base.Strategy.held_here(ctx)
+    held = _held_here(ctx)
     if held is None:
         _refuse(result, nit_decision.INCONCLUSIVE,
                 wording.resources_unknown(result.resources))
@@ -231,6 +232,34 @@ def _lacks_resources(ctx, result):
     _refuse(result, nit_decision.REJECT,
             wording.resources_not_held(short, held))
     return True
+
+
+def _held_here(ctx):
+    """What the server holds in the compute node's tree, by class.
+
+    When the allocations can be one placement candidate (the node holds a
+    part and no class is held twice) they are all this host's. Otherwise
+    (an unfinished move also holds another node's) only providers of the
+    node's tree count, one ``in_tree`` request: nova derives no resource a
+    sharing provider serves.
+
+    :returns: a Counter, or None when nothing is held here
+    """
+    allocations = base.Strategy.held_allocations(ctx)
+    if not allocations:
+        return None
+    root = ctx.request.compute_node_uuid
+    classes = collections.Counter(
+        rc for res in allocations.values() for rc, n in res.items() if n)
+    twice = any(count > 1 for count in classes.values())
+    if root not in allocations or twice:
+        tree = set(base.Strategy.providers(ctx, [('in_tree', root)], '1.14'))
+        allocations = {rp: res for rp, res in allocations.items()
+                       if rp in tree}
+    held = collections.Counter()
+    for amounts in allocations.values():
+        held.update(amounts)
+    return held or None
 
 
 def _run(name, option, ctx):
