@@ -197,7 +197,3 @@ def original(context, spec, image_meta, is_volume_backed):
     if request.derived is None:
         return None
     return frozenset(request.derived.traits)
-
-
-#: The query nova's ``ResourceRequest`` builds for a request spec.
-resource_query = boot_query.resource_query

@@ -111,9 +111,9 @@ class Strategy(metaclass=abc.ABCMeta):
     def resource_query(ctx):
         """Return the boot query of this server, less the image's asks.
 
-        See :meth:`~nova_image_traits.request.RebuildRequest.boot_query`.
+        See :meth:`~nova_image_traits.request.RebuildRequest.resource_query`.
         """
-        return ctx.request.boot_query()
+        return ctx.request.resource_query()
 
     @staticmethod
     def held_allocations(ctx):
