@@ -100,7 +100,7 @@ class BootRequest:
     :ivar derived: the :class:`~nova_image_traits.requirements.Derived`
         requirements of the image, or None when they are not judged
     :ivar original: the derived requirements of the current image (see
-        :func:`original`), or None when unknown or not asked for
+        :func:`original`), or None when unknown or not derived
     """
 
     def __init__(self, query, derived, original=None):
@@ -121,10 +121,11 @@ def derive(context, spec, image_meta, is_volume_backed, judge=True,
         judge_derived_requirements``); else only ``ResourceRequest``'s
         query is built, without the request filters, as before the option
     :param attribute: find the image property each requirement comes from
-    :param current: when the ``reject`` strategy may run, a function
-        returning the current image's ``nova.objects.ImageMeta`` (or None
-        when unknown); called only when the new image derives anything,
-        for the :attr:`BootRequest.original` requirements
+    :param current: a callable returning the current image's
+        ``nova.objects.ImageMeta`` (or None when unknown), or None not to
+        derive the current image; called once, only when the new image
+        derives anything, for the :attr:`BootRequest.original`
+        requirements
     """
     asked = boot_query.Asker(context, spec, is_volume_backed,
                              image_filters() if judge else ())
@@ -185,8 +186,6 @@ def _added(asked, new, image_meta, attribute):
 def original(context, spec, image_meta, is_volume_backed):
     """The requirements a boot of the current image asked, or None.
 
-    The ``reject`` strategy accepts what the server was created with.
-
     :returns: a frozenset of :class:`~.requirements.Requirement`, or None
         when nova cannot build the request
     """
@@ -198,7 +197,3 @@ def original(context, spec, image_meta, is_volume_backed):
     if request.derived is None:
         return None
     return frozenset(request.derived.traits)
-
-
-#: The query nova's ``ResourceRequest`` builds for a request spec.
-resource_query = boot_query.resource_query

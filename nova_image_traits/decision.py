@@ -16,7 +16,6 @@ import typing as ty
 
 from oslo_log import log as logging
 
-from nova_image_traits import listing
 from nova_image_traits import reasons
 
 LOG = logging.getLogger(__name__)
@@ -26,15 +25,6 @@ REJECT = 'reject'
 INCONCLUSIVE = 'inconclusive'
 ERROR = 'error'
 OUTCOMES = (ACCEPT, REJECT, INCONCLUSIVE, ERROR)
-
-#: The reasons' helpers, where their callers have always found them.
-MAX_REASON = listing.MAX_REASON
-fits = listing.fits
-cut = listing.cut
-trait_reason = listing.trait_reason
-requirement_reason = listing.requirement_reason
-resource_reason = listing.resource_reason
-missing_message = listing.missing_message
 
 
 @dataclasses.dataclass(frozen=True)
@@ -84,7 +74,11 @@ class Decision:
     :ivar transient: whether the error may pass by itself, so that the
         same request may succeed later
     :ivar detail: technical detail for operators (never shown to users)
-    :ivar message: the user-facing explanation, without advice
+    :ivar message: the user-facing explanation, for a caller who may read
+        the host's detail
+    :ivar names_host: whether ``message`` tells what placement found of
+        the host or the server; :meth:`reason_for` then words it for
+        callers who may not read the host's detail
     """
     outcome: str
     allowed: bool
@@ -106,19 +100,34 @@ class Decision:
     transient: bool = False
     detail: str = ''
     message: str = ''
+    names_host: bool = False
 
     @property
     def decided_by(self):
         """The strategy whose verdict stands."""
         return self.fallback or self.strategy
 
-    def user_reason(self):
-        """Return a reason fit for a ``NoValidHost`` fault.
+    def reason_for(self, *, host_detail):
+        """Return the reason one caller reads, fit for nova's fault column.
 
-        It names the missing traits and the strategy and says what the user
-        can do. It never contains placement URLs, tokens or stack traces.
+        It says what the user can do, and never contains placement URLs,
+        tokens or stack traces. With ``host_detail`` it names the missing
+        traits and the strategy; without, it names nothing the host has or
+        lacks (:func:`~nova_image_traits.reasons.user_reason`).
+
+        :param host_detail: whether the caller may read the host's detail;
+            the integration module decides
         """
-        return reasons.user_reason(self)
+        return reasons.user_reason(self, host_detail=host_detail)
+
+    def user_reason(self):
+        """The reason with the host's detail, as the operator reads it.
+
+        :meth:`reason_for` with ``host_detail=True``, for the operator's
+        tools and the tests; a caller that may face a tenant says which
+        reason it wants with :meth:`reason_for`.
+        """
+        return self.reason_for(host_detail=True)
 
     def log(self):
         """Log the decision as one INFO line (:data:`.reasons.LOG_LINE`)."""

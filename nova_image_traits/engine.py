@@ -16,6 +16,7 @@ a :class:`~nova_image_traits.decision.Decision` whose ``allowed`` says
 what to do and whose reason says why. It imports nothing from nova.
 """
 
+import collections
 import dataclasses
 import time
 
@@ -27,17 +28,15 @@ from nova_image_traits import decision as nit_decision
 from nova_image_traits import exception
 from nova_image_traits import placement
 from nova_image_traits import reasons
+from nova_image_traits.reasons import wording
 from nova_image_traits import strategies
 from nova_image_traits.strategies import base
 from nova_image_traits import traits as nit_traits
 
 LOG = logging.getLogger(__name__)
 
-#: The most invalid properties the decision log line names.
-MAX_LOGGED_INVALID = reasons.MAX_LOGGED_INVALID
 
-
-def decide(request, conf=None, client=None, host_detail=True):
+def decide(request, conf=None, client=None):
     """Decide whether ``request`` may rebuild on its current host.
 
     :param request: a :class:`~nova_image_traits.request.RebuildRequest`
@@ -47,13 +46,12 @@ def decide(request, conf=None, client=None, host_detail=True):
     :param client: a :class:`~nova_image_traits.placement.PlacementClient`;
         by default the process-wide one built from ``conf``, created only
         when a strategy needs placement
-    :param host_detail: whether the caller may read the host's detail in
-        the reason (:class:`~nova_image_traits.reasons.Wording`); the
-        integration module decides
-    :returns: a :class:`~nova_image_traits.decision.Decision`, logged
+    :returns: a :class:`~nova_image_traits.decision.Decision`, logged; the
+        caller renders its reason with
+        :meth:`~nova_image_traits.decision.Decision.reason_for`, saying
+        whether it may read the host's detail
     """
     conf = cfg.CONF if conf is None else conf
-    words = reasons.Wording(host_detail)
     _register(conf)
     started = time.monotonic()
     result = nit_decision.Decision(
@@ -65,15 +63,15 @@ def decide(request, conf=None, client=None, host_detail=True):
         opts = conf.image_traits
         result.strategy = opts.strategy
         result.outcome, result.allowed = nit_decision.ACCEPT, True
-        _decide(request, conf, opts, client, result, state, words)
+        _decide(request, conf, opts, client, result, state)
     except (cfg.Error, exception.StrategyNotFound) as e:
-        words.misconfigured(e).refuse(result, nit_decision.ERROR)
+        _refuse(result, nit_decision.ERROR, wording.misconfigured(e))
     except Exception as e:
         # NOTE(founders): a bug, or an answer no check foresaw: say so, and
         # follow on_placement_error rather than let it reach nova.
         LOG.exception('Unexpected failure deciding the rebuild of %s',
                       request.instance_uuid)
-        words.internal_error(e).refuse(result, nit_decision.ERROR)
+        _refuse(result, nit_decision.ERROR, wording.internal_error(e))
         result.allowed = fails_open(conf)
     finally:
         if 'session' in state:
@@ -109,19 +107,28 @@ def fails_open(conf):
         return False
 
 
-def _decide(request, conf, opts, client, result, state, words):
+def _refuse(result, outcome, reason):
+    """Refuse with ``outcome``, for ``reason`` (a :class:`.wording.Reason`)."""
+    result.outcome, result.allowed = outcome, False
+    (result.cause, result.message, result.detail,
+     result.names_host) = reason
+
+
+def _decide(request, conf, opts, client, result, state):
     asks = request.boot_asks(opts.judge_derived_requirements)
     result.derived = asks.derived
     result.requirements = asked = asks.requirements
     result.resources = asks.resources
-    result.required = asks.required
+    result.required = required = asks.required
     if asks.image.ignored:
         LOG.debug('Ignoring image properties %s: only the value "required" '
                   'is read, as in nova.',
                   ', '.join(nit_traits.quote(k) for k in asks.image.ignored))
-    refusal = _refusal_before_placement(request, asks, opts, result, words)
+    refusal = _refusal_before_placement(request, asks, opts)
     if refusal is not None:
-        refusal.refuse(result, nit_decision.REJECT)
+        reason, result.unmet = refusal
+        result.missing = frozenset(r.trait for r in result.unmet)
+        _refuse(result, nit_decision.REJECT, reason)
         return
     if not asked and not asks.resources:
         result.detail = reasons.NOTHING_ASKED
@@ -135,8 +142,8 @@ def _decide(request, conf, opts, client, result, state, words):
             version_ttl=opts.placement_version_ttl,
             global_request_id=request.global_request_id)
         state['session'] = session
-        ctx = base.Context(request, asks.required, session, asked)
-        if _lacks_resources(ctx, result, words):
+        ctx = base.Context(request, required, session, asked)
+        if _lacks_resources(ctx, result):
             return
         if not asked:
             result.detail = reasons.RESOURCES_HELD
@@ -156,10 +163,10 @@ def _decide(request, conf, opts, client, result, state, words):
                     (*first.providers, *verdict.providers))),
                 detail=reasons.fallback_detail(first, name, verdict))
     except exception.RequestTooLarge as e:
-        words.query_too_long(e).refuse(result, nit_decision.REJECT)
+        _refuse(result, nit_decision.REJECT, wording.query_too_long(e))
         return
     except exception.PlacementError as e:
-        words.placement_failed(e).refuse(result, nit_decision.ERROR)
+        _refuse(result, nit_decision.ERROR, wording.placement_failed(e))
         result.transient = e.transient
         result.allowed = opts.on_placement_error == 'accept'
         return
@@ -170,38 +177,39 @@ def _decide(request, conf, opts, client, result, state, words):
     elif verdict.outcome == nit_decision.REJECT:
         result.unmet = verdict.unmet or tuple(
             r for r in asked if r.trait in verdict.missing)
-        words.unmet(strategies.load(result.decided_by), result.unmet,
-                    verdict.missing, verdict.detail).refuse(
-                        result, verdict.outcome)
+        _refuse(result, verdict.outcome, wording.unmet(
+            strategies.load(result.decided_by), result.unmet,
+            verdict.missing, verdict.detail))
     else:
-        words.inconclusive(asked, result.required, verdict.detail).refuse(
-            result, verdict.outcome)
+        _refuse(result, verdict.outcome, wording.inconclusive(
+            asked, required, verdict.detail))
 
 
-def _refusal_before_placement(request, asks, opts, result, words):
-    """The :class:`~.reasons.Reason` to refuse without placement, or None.
+def _refusal_before_placement(request, asks, opts):
+    """``(reason, unmet)`` to refuse without placement, or None.
 
     An invalid ``trait:`` property, a request filter's refusal, more
     ``trait:`` properties than accepted, and a trait both required and
-    forbidden, which placement refuses too.
+    forbidden, which placement refuses too; ``unmet`` holds the
+    requirements refused, the required half of each conflicting pair.
     """
     if asks.image.invalid:
-        return words.invalid(asks.image.invalid)
+        return wording.invalid(asks.image.invalid), ()
     if asks.refusal:
-        return words.refused_by_request_filter(asks.refusal)
+        return wording.refused_by_request_filter(asks.refusal), ()
     if not asks.requirements and not asks.resources:
         return None
     if len(asks.image.required) > opts.max_image_traits:
-        return words.too_many(len(asks.image.required), opts.max_image_traits)
+        return wording.too_many(len(asks.image.required),
+                                opts.max_image_traits), ()
     pairs = request.conflicts(asks.requirements)
     if not pairs:
         return None
-    result.missing = frozenset(wanted.trait for wanted, _no in pairs)
-    result.unmet = tuple(wanted for wanted, _no in pairs)
-    return words.conflicting(pairs)
+    return (wording.conflicting(pairs),
+            tuple(wanted for wanted, _no in pairs))
 
 
-def _lacks_resources(ctx, result, words):
+def _lacks_resources(ctx, result):
     """Refuse an image that needs resources the server does not hold.
 
     A rebuild keeps the server's allocations, so it cannot add any: the
@@ -211,18 +219,47 @@ def _lacks_resources(ctx, result, words):
     """
     if not result.resources:
         return False
-    held = base.Strategy.held_here(ctx)
+    held = _held_here(ctx)
     if held is None:
-        words.resources_unknown(result.resources).refuse(
-            result, nit_decision.INCONCLUSIVE)
+        _refuse(result, nit_decision.INCONCLUSIVE,
+                wording.resources_unknown(result.resources))
         return True
     short = [need for need in result.resources
              if held[need.resource_class] < need.amount]
     if not short:
         return False
     result.missing = frozenset(n.resource_class for n in short)
-    words.resources_not_held(short, held).refuse(result, nit_decision.REJECT)
+    _refuse(result, nit_decision.REJECT,
+            wording.resources_not_held(short, held))
     return True
+
+
+def _held_here(ctx):
+    """What the server holds in the compute node's tree, by class.
+
+    When the allocations can be one placement candidate (the node holds a
+    part and no class is held twice) they are all this host's. Otherwise
+    (an unfinished move also holds another node's) only providers of the
+    node's tree count, one ``in_tree`` request: nova derives no resource a
+    sharing provider serves.
+
+    :returns: a Counter, or None when nothing is held here
+    """
+    allocations = base.Strategy.held_allocations(ctx)
+    if not allocations:
+        return None
+    root = ctx.request.compute_node_uuid
+    classes = collections.Counter(
+        rc for res in allocations.values() for rc, n in res.items() if n)
+    twice = any(count > 1 for count in classes.values())
+    if root not in allocations or twice:
+        tree = set(base.Strategy.providers(ctx, [('in_tree', root)], '1.14'))
+        allocations = {rp: res for rp, res in allocations.items()
+                       if rp in tree}
+    held = collections.Counter()
+    for amounts in allocations.values():
+        held.update(amounts)
+    return held or None
 
 
 def _run(name, option, ctx):

@@ -24,8 +24,6 @@ the same. What nova derives from the image's other properties comes from
 :mod:`nova_image_traits.boot_requirements`.
 """
 
-import functools
-
 import nova.conf
 from nova.image import glance
 from nova import objects
@@ -206,6 +204,17 @@ def _reads_original(conf):
     return 'reject' in (opts.strategy, opts.fallback_strategy)
 
 
+def _once(func):
+    """``func``, called the first time only; later calls reuse its result."""
+    results = []
+
+    def call():
+        if not results:
+            results.append(func())
+        return results[0]
+    return call
+
+
 def rebuild_request(context, spec, image_meta, compute_node_uuid, host,
                     flavor=None, orig_sys_metadata=None, orig_image_ref=None,
                     is_volume_backed=None, conf=None):
@@ -240,26 +249,26 @@ def rebuild_request(context, spec, image_meta, compute_node_uuid, host,
         spec.flavor = flavor
     judge = judges_derived(conf)
     reads_original = _reads_original(conf)
-    orig_sys_metadata = trusted_system_metadata(
+    # NOTE(founders): the system metadata is checked (which may ask Glance)
+    # after the new image is derived, and once: when deriving the current
+    # image needs it, or else right after.
+    trusted = _once(lambda: trusted_system_metadata(
         context, orig_sys_metadata, orig_image_ref,
-        ask_glance=reads_original)
-    image_properties = image_properties_from_image_meta(image_meta)
-    original_properties = image_properties_from_system_metadata(
-        orig_sys_metadata)
-    server_flavor = flavor_from_nova(spec.flavor)
-    # The current image is read only when reject may run and the new image
-    # derives anything.
-    current = functools.partial(original_image_meta, orig_sys_metadata,
-                                orig_image_ref) if reads_original else None
+        ask_glance=reads_original))
+    # Only reject reads what the current image asks.
+    current = ((lambda: original_image_meta(trusted(), orig_image_ref))
+               if reads_original else None)
     boot = boot_requirements.derive(context, spec, image_meta,
                                     is_volume_backed, judge=judge,
                                     current=current)
+    orig_sys_metadata = trusted()
     return nit_request.RebuildRequest(
         instance_uuid=spec.instance_uuid,
         compute_node_uuid=compute_node_uuid,
-        image_properties=image_properties,
-        flavor=server_flavor,
-        original_image_properties=original_properties,
+        image_properties=image_properties_from_image_meta(image_meta),
+        flavor=flavor_from_nova(spec.flavor),
+        original_image_properties=image_properties_from_system_metadata(
+            orig_sys_metadata),
         is_volume_backed=is_volume_backed,
         resources=boot.query, derived=boot.derived,
         original_derived=boot.original,

@@ -68,7 +68,7 @@ class RebuildRequest:
         """
         return bool(self.image_properties) or bool(self.derived)
 
-    def boot_query(self):
+    def resource_query(self):
         """The boot query of this server, less the image's requirements.
 
         It is nova's own when the caller built it with nova, else the

@@ -153,7 +153,7 @@ class BootAsks:
         judge_derived_requirements``) or ``unknown`` (nova's code could not
         derive them)
     """
-    image: ty.Any
+    image: nit_traits.ImageTraits
     requirements: tuple = ()
     resources: tuple = ()
     refusal: ty.Optional[str] = None

@@ -14,7 +14,8 @@
 #
 # The docs build installs only requirements.txt, doc/requirements.txt and the
 # package itself, not nova: nothing here may import a module that imports
-# nova (nova_image_traits.filters, .conductor, .cmd, .nova_request).
+# nova (nova_image_traits.filters, .conductor, .api, .cmd.conductor,
+# .nova_request, .boot_requirements, .boot_query, .attribution).
 
 import os
 import sys

@@ -258,7 +258,7 @@ class RebuildPrecheck(nova_wsgi.Middleware):
             node = objects.ComputeNode.get_by_host_and_nodename(
                 cctxt, seen['host'], seen['node'])
         request = dataclasses.replace(request, compute_node_uuid=node.uuid)
-        return engine.decide(request, conf=nova.conf.CONF, host_detail=True)
+        return engine.decide(request, conf=nova.conf.CONF)
 
 
 def _refusal(req, decision):
@@ -271,7 +271,11 @@ def _refusal(req, decision):
         error = webob.exc.HTTPConflict
     else:
         error = webob.exc.HTTPBadRequest
-    fault = openstack_wsgi.Fault(error(explanation=decision.user_reason()))
+    # NOTE(founders): the one caller whose reason reaches a tenant, in the
+    # 400 itself; it still names the host's detail, as before. Issue 27
+    # passes host_detail from nova's policy instead.
+    fault = openstack_wsgi.Fault(error(
+        explanation=decision.reason_for(host_detail=True)))
     # Called with nova's request, whose api_version_request is set, the
     # fault adds OpenStack-API-Version and Vary as nova's own errors do.
     return fault(req)

@@ -159,8 +159,7 @@ def decide(request, conf, client, strategy, fallback=None):
     if fallback:
         conf.set_override('fallback_strategy', fallback,
                           group='image_traits')
-    # The commands are the operator's: they read the host's detail.
-    return engine.decide(request, conf=conf, client=client, host_detail=True)
+    return engine.decide(request, conf=conf, client=client)
 
 
 def can_share(strategy, conf):
@@ -184,7 +183,7 @@ def _first_sentence(text):
 def short_reason(decision):
     """A one-line reason for a table cell: the rule or the cause.
 
-    The full user-facing reason is :meth:`Decision.user_reason`.
+    The full user-facing reason is :meth:`Decision.reason_for`.
     """
     detail = decision.detail or ''
     if decision.fallback:

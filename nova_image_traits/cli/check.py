@@ -106,5 +106,7 @@ class Check(cli.CommandMixin, lister.Lister):
             (d.strategy, d.outcome, d.allowed, d.fallback or '-',
              cli.join(d.required), derive.requirements_cell(d), d.derived,
              cli.join(d.missing), d.requests,
-             d.cause or '-', d.detail or '-', d.user_reason())
+             d.cause or '-', d.detail or '-',
+             # The commands are the operator's: they read the host's detail.
+             d.reason_for(host_detail=True))
             for d in decided]

@@ -35,8 +35,8 @@ from nova import objects
 
 from nova_image_traits.conductor import refusal
 from nova_image_traits import engine
-from nova_image_traits.i18n import _
 from nova_image_traits import nova_request
+from nova_image_traits import reasons
 
 LOG = logging.getLogger(__name__)
 
@@ -124,8 +124,7 @@ def validate_image_traits_for_rebuild(self, context, instance, image_ref):
         compute_node = objects.ComputeNode.get_by_host_and_nodename(
             context, instance.host, instance.node)
         decision = engine.decide(dataclasses.replace(
-            request, compute_node_uuid=compute_node.uuid), conf=conf,
-            host_detail=True)
+            request, compute_node_uuid=compute_node.uuid), conf=conf)
     except Exception:
         # NOTE(founders): anything escaping from here other than NoValidHost
         # would leave the instance stuck in task_state REBUILDING, because
@@ -137,13 +136,13 @@ def validate_image_traits_for_rebuild(self, context, instance, image_ref):
                         '[image_traits] on_placement_error=accept.',
                         instance=instance)
             return
-        raise refusal.ImageTraitsRefused(reason=_(
-            'The image traits of the new image could not be checked because '
-            'of an internal error.'))
+        raise refusal.ImageTraitsRefused(reason=reasons.check_failed())
 
+    # NOTE(founders): the fault shows the host's detail, as it always has;
+    # issue 27 words it for tenants.
+    reason = decision.reason_for(host_detail=True)
     if decision.allowed:
         LOG.debug('Rebuild to image %(image)s allowed: %(reason)s',
-                  {'image': image_ref, 'reason': decision.user_reason()},
-                  instance=instance)
+                  {'image': image_ref, 'reason': reason}, instance=instance)
         return
-    raise refusal.ImageTraitsRefused(reason=decision.user_reason())
+    raise refusal.ImageTraitsRefused(reason=reason)

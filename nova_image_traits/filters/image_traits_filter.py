@@ -134,9 +134,7 @@ class ImageTraitsFilter(filters.BaseHostFilter):
             # Same shortcut as nova's own check: nothing required, nothing
             # to decide, no placement request.
             return True
-        # The reason goes to the scheduler's log alone.
-        decision = engine.decide(request, conf=nova.conf.CONF,
-                                 host_detail=True)
+        decision = engine.decide(request, conf=nova.conf.CONF)
         if not decision.allowed:
             # NOTE(founders): at INFO, unlike other filters' rejections: in a
             # filter-only deployment the user is told only "No valid host was
@@ -145,7 +143,8 @@ class ImageTraitsFilter(filters.BaseHostFilter):
                      'rebuild of instance %(instance)s: %(reason)s',
                      {'host_state': host_state,
                       'instance': request.instance_uuid,
-                      'reason': decision.user_reason()})
+                      # The reason goes to the scheduler's log alone.
+                      'reason': decision.reason_for(host_detail=True)})
         return decision.allowed
 
 

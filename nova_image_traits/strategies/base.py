@@ -11,7 +11,6 @@
 # under the License.
 
 import abc
-import collections
 import dataclasses
 import typing as ty
 
@@ -112,9 +111,9 @@ class Strategy(metaclass=abc.ABCMeta):
     def resource_query(ctx):
         """Return the boot query of this server, less the image's asks.
 
-        See :meth:`~nova_image_traits.request.RebuildRequest.boot_query`.
+        See :meth:`~nova_image_traits.request.RebuildRequest.resource_query`.
         """
-        return ctx.request.boot_query()
+        return ctx.request.resource_query()
 
     @staticmethod
     def held_allocations(ctx):
@@ -127,34 +126,6 @@ class Strategy(metaclass=abc.ABCMeta):
         if 'held' not in ctx._cache:
             ctx._cache['held'] = Strategy._read_allocations(ctx)
         return ctx._cache['held']
-
-    @staticmethod
-    def held_here(ctx):
-        """What the server holds in the compute node's tree, by class.
-
-        When the allocations can be one placement candidate (the node holds
-        a part and no class is held twice) they are all this host's.
-        Otherwise (an unfinished move also holds another node's) only
-        providers of the node's tree count, one ``in_tree`` request: nova
-        derives no resource a sharing provider serves.
-
-        :returns: a Counter, or None when nothing is held here
-        """
-        allocations = Strategy.held_allocations(ctx)
-        if not allocations:
-            return None
-        root = ctx.request.compute_node_uuid
-        classes = collections.Counter(
-            rc for res in allocations.values() for rc, n in res.items() if n)
-        twice = any(count > 1 for count in classes.values())
-        if root not in allocations or twice:
-            tree = set(Strategy.providers(ctx, [('in_tree', root)], '1.14'))
-            allocations = {rp: res for rp, res in allocations.items()
-                           if rp in tree}
-        held = collections.Counter()
-        for amounts in allocations.values():
-            held.update(amounts)
-        return held or None
 
     @staticmethod
     def _read_allocations(ctx):

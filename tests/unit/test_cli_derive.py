@@ -21,6 +21,7 @@ from nova_image_traits import cli
 from nova_image_traits.cli import derive
 from nova_image_traits import decision as nit_decision
 from nova_image_traits import images
+from nova_image_traits.reasons import lists
 from nova_image_traits import request as nit_request
 from nova_image_traits import requirements as reqs
 from tests.unit import base
@@ -152,7 +153,7 @@ class ShortReasonTest(base.TestCase):
         decision = nit_decision.Decision(
             outcome='reject', allowed=False, strategy='root_traits',
             cause='traits-missing', unmet=unmet,
-            message=nit_decision.requirement_reason(
+            message=lists.requirement_reason(
                 unmet, "missing on this server's compute node"))
         self.assertEqual(
             'root_traits: os_secure_boot=required needs '

@@ -20,7 +20,10 @@ from keystoneauth1 import exceptions as ks_exc
 from nova_image_traits import decision
 from nova_image_traits import engine
 from nova_image_traits import flavor as nit_flavor
+from nova_image_traits import listing
 from nova_image_traits import placement
+from nova_image_traits.reasons import lists
+from nova_image_traits.reasons import wording
 from nova_image_traits import request as nit_request
 from nova_image_traits import requirements as nit_requirements
 from tests.unit import base
@@ -124,7 +127,7 @@ class WithoutPlacementTest(EngineTestCase):
         shown = reason.count("'trait:bad_")
         self.assertIn(' and %d more ' % (100 - shown), reason)
         self.assertIn('100 invalid trait properties', result.detail)
-        self.assertIn('and %d more' % (100 - engine.MAX_LOGGED_INVALID),
+        self.assertIn('and %d more' % (100 - wording.MAX_LOGGED_INVALID),
                       result.detail)
 
     def test_invalid_trait_property_is_quoted(self):
@@ -360,7 +363,7 @@ class ReasonAndLogTest(EngineTestCase):
         self.assertIn(AVX2, reason)
         self.assertNotIn(GOLD, reason)
         self.assertIn('missing on the resources this server uses', reason)
-        self.assertLessEqual(len(reason), decision.MAX_REASON)
+        self.assertLessEqual(len(reason), listing.MAX_REASON)
         for part in ('in_tree_candidates', 'allocation_candidates',
                      'in_tree=', '?', 'http', ROOT):
             self.assertNotIn(part, reason)
@@ -464,41 +467,41 @@ class ReasonLengthTest(base.TestCase):
 
     def test_bytes_not_characters(self):
         what = 'manquent aux ressources de ce serveur \u00e9\u00e9\u00e9'
-        reason = decision.missing_message(
+        reason = lists.missing_message(
             ['CUSTOM_TRAIT_%02d' % i for i in range(12)], what)
         self.assertLessEqual(len(reason.encode('utf-8')),
-                             decision.MAX_REASON)
+                             listing.MAX_REASON)
 
     def test_fits_nova_fault_column(self):
         for count, length in ((1, 20), (5, 30), (12, 40), (64, 255)):
             names = ['CUSTOM_%s%02d' % ('X' * (length - 9), i)
                      for i in range(count)]
-            reason = decision.missing_message(
+            reason = lists.missing_message(
                 names, 'missing on the resources allocated to this server')
             self.assertLessEqual(len(self.NOVA_PREFIX + reason), 255,
                                  (count, length))
 
     def test_every_trait_named_when_they_fit(self):
         names = ['CUSTOM_GPU_A100', 'CUSTOM_PMEM', 'HW_CPU_X86_AVX512F']
-        reason = decision.missing_message(
+        reason = lists.missing_message(
             names, 'missing on the resources this server uses')
         self.assertTrue(reason.startswith(', '.join(sorted(names)) + ':'))
         self.assertIn('create a new server', reason)
 
     def test_traits_before_advice_and_counted_when_too_many(self):
         names = ['CUSTOM_TRAIT_NUMBER_%02d' % i for i in range(20)]
-        reason = decision.missing_message(
+        reason = lists.missing_message(
             names, 'missing on the resources this server uses')
         self.assertTrue(reason.startswith('CUSTOM_TRAIT_NUMBER_00, '))
         # Names win over advice.
         self.assertNotIn('create a new server', reason)
         self.assertRegex(reason, r' and \d+ more: required by the new image')
-        self.assertLessEqual(len(reason), decision.MAX_REASON)
+        self.assertLessEqual(len(reason), listing.MAX_REASON)
 
     def test_a_name_longer_than_the_column_is_cut(self):
         name = 'CUSTOM_' + 'A' * 248
-        reason = decision.missing_message([name, 'CUSTOM_B'], 'missing')
-        self.assertLessEqual(len(reason), decision.MAX_REASON)
+        reason = lists.missing_message([name, 'CUSTOM_B'], 'missing')
+        self.assertLessEqual(len(reason), listing.MAX_REASON)
         self.assertTrue(reason.startswith(name[:60]), reason)
         self.assertIn('... and 1 more: required by the new image', reason)
 

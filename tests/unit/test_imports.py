@@ -38,6 +38,8 @@ DECISION_PATH = ('nova_image_traits.engine', 'nova_image_traits.decision',
                  'nova_image_traits.attribution',
                  'nova_image_traits.boot_query',
                  'nova_image_traits.requirements',
+                 'nova_image_traits.request', 'nova_image_traits.reasons',
+                 'nova_image_traits.listing',
                  'nova_image_traits.cmd.conductor',
                  'nova_image_traits.cmd.status', 'nova_image_traits.conf')
 SIMULATOR = 'nova_image_traits.simulate'
@@ -98,6 +100,10 @@ class NoNovaImportTest(base.TestCase):
     def test_every_non_integration_module_imports_without_nova(self):
         names = [n for n in _modules() if not _is_integration(n)]
         for expected in ('nova_image_traits.engine',
+                         'nova_image_traits.reasons',
+                         'nova_image_traits.reasons.wording',
+                         'nova_image_traits.listing',
+                         'nova_image_traits.request',
                          'nova_image_traits.placement',
                          'nova_image_traits.traits',
                          'nova_image_traits.flavor',
@@ -131,6 +137,12 @@ class NoNovaImportTest(base.TestCase):
 
 def _imports(module):
     """The package's modules that ``module`` imports, anywhere in it."""
+    known = set(_modules())
+    return {m for m in _every_import(module) if m in known}
+
+
+def _every_import(module):
+    """Every module name ``module`` imports, anywhere in it."""
     top = os.path.dirname(os.path.dirname(nova_image_traits.__file__))
     path = os.path.join(top, *module.split('.'))
     path = (os.path.join(path, '__init__.py') if os.path.isdir(path)
@@ -150,8 +162,39 @@ def _imports(module):
               node.args[0].value.startswith('nova_image_traits')):
             # NOTE(founders): importlib.import_module('a.b.' + name)
             found.add(node.args[0].value.rstrip('.'))
-    known = set(_modules())
-    return {m for m in found if m in known}
+    return found
+
+
+class NoNovaImportAnywhereTest(base.TestCase):
+    """No module but the integration imports nova, even inside a function."""
+
+    #: Inside the one function that needs nova, and only when it is
+    #: installed: the command that derives with nova's own code
+    #: (``CommandLineTest``), and the status check that verifies the
+    #: conductor hook against the installed nova.
+    USES_NOVA_WHEN_THERE = ('nova_image_traits.cli.derive',
+                            'nova_image_traits.cmd.status')
+
+    def _reaching(self, name):
+        return sorted(m for m in _every_import(name)
+                      if m == 'nova' or m.startswith('nova.') or
+                      _is_integration(m))
+
+    def test_only_integration_modules_import_nova_or_integration(self):
+        found = {}
+        for name in _modules():
+            if _is_integration(name) or name in self.USES_NOVA_WHEN_THERE:
+                continue
+            reaching = self._reaching(name)
+            if reaching:
+                found[name] = reaching
+        self.assertEqual({}, found)
+
+    def test_the_check_sees_imports_inside_functions(self):
+        self.assertIn('nova.conf',
+                      self._reaching('nova_image_traits.nova_request'))
+        for name in self.USES_NOVA_WHEN_THERE:
+            self.assertTrue(self._reaching(name), name)
 
 
 class CommandLineTest(base.TestCase):

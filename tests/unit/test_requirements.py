@@ -11,7 +11,8 @@
 # under the License.
 """Requirements, their rules and the reasons users read."""
 
-from nova_image_traits import decision
+from nova_image_traits import listing
+from nova_image_traits.reasons import lists
 from nova_image_traits import requirements as reqs
 from tests.unit import base
 
@@ -81,11 +82,11 @@ class ReasonTest(base.TestCase):
             'hw_tpm_version=2.0 needs COMPUTE_SECURITY_TPM_2_0: missing on '
             "this server's compute node. Rebuild with another image, or "
             'create a new server with this one.',
-            decision.requirement_reason(
+            lists.requirement_reason(
                 [TPM], "missing on this server's compute node"))
 
     def test_forbidden_and_image_traits(self):
-        reason = decision.requirement_reason([NO_HT, AVX2], 'not met')
+        reason = lists.requirement_reason([NO_HT, AVX2], 'not met')
         self.assertTrue(reason.startswith(
             'hw_cpu_thread_policy=isolate forbids HW_CPU_HYPERTHREADING; '
             'the new image requires HW_CPU_X86_AVX2: not met.'), reason)
@@ -94,22 +95,22 @@ class ReasonTest(base.TestCase):
         many = [reqs.Requirement('CUSTOM_LONG_TRAIT_NAME_%02d' % i,
                                  sources=('hw_property_%02d=value' % i,),
                                  via='f') for i in range(20)]
-        reason = decision.requirement_reason(many, 'missing on it')
-        self.assertTrue(decision.fits(reason), reason)
+        reason = lists.requirement_reason(many, 'missing on it')
+        self.assertTrue(listing.fits(reason), reason)
         self.assertRegex(reason, r' and \d+ more: missing on it\.')
 
     def test_resources(self):
         need = reqs.ResourceNeed('MEM_ENCRYPTION_CONTEXT', 1,
                                  ('hw_mem_encryption=true',))
-        reason = decision.resource_reason([need])
+        reason = lists.resource_reason([need])
         self.assertEqual(
             'hw_mem_encryption=true needs MEM_ENCRYPTION_CONTEXT: this server '
             'does not hold it, and a rebuild keeps the resources it holds. '
             'Create a new server with this image instead.', reason)
-        self.assertTrue(decision.fits(reason))
+        self.assertTrue(listing.fits(reason))
 
     def test_cut(self):
-        self.assertEqual('short', decision.cut('short'))
-        cut = decision.cut('é' * 300)
-        self.assertTrue(decision.fits(cut))
+        self.assertEqual('short', listing.cut('short'))
+        cut = listing.cut('é' * 300)
+        self.assertTrue(listing.fits(cut))
         self.assertTrue(cut.endswith('...'))

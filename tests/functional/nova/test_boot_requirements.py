@@ -9,7 +9,8 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""``boot_requirements.derive`` against nova's own objects and code."""
+"""``boot_requirements.derive`` against nova's own objects and code, and
+how ``nova_request`` calls it."""
 
 from unittest import mock
 
@@ -24,6 +25,7 @@ import testtools
 
 import nova.conf
 from nova_image_traits import boot_requirements
+from nova_image_traits import nova_request
 from nova_image_traits import requirements as reqs
 
 objects.register_all()
@@ -198,3 +200,98 @@ class DeriveTest(testtools.TestCase):
             ['root:COMPUTE_NET_VIF_MODEL_VIRTIO<hw_vif_model=virtio|'
              'transform_image_metadata>'], self.logged(boot))
         self.assertGreater(len(calls), 1)
+
+
+class CurrentImageTest(testtools.TestCase):
+    """``derive(current=...)`` reads the current image only when needed."""
+
+    def setUp(self):
+        super().setUp()
+        self.conf = self.useFixture(config_fixture.Config(nova.conf.CONF))
+        self.context = nova_context.get_admin_context()
+        self.current = mock.Mock(return_value=_spec(VTPM)[1])
+
+    def derive(self, properties, **kw):
+        spec, image = _spec(properties)
+        return boot_requirements.derive(self.context, spec, image, False,
+                                        current=self.current, **kw)
+
+    def test_not_called_when_nothing_is_derived(self):
+        boot = self.derive({'trait:CUSTOM_X': 'required'})
+        self.assertFalse(boot.derived)
+        self.current.assert_not_called()
+        self.assertIsNone(boot.original)
+
+    def test_not_called_when_derived_requirements_are_not_judged(self):
+        boot = self.derive(VTPM, judge=False)
+        self.assertIsNone(boot.derived)
+        self.current.assert_not_called()
+        self.assertIsNone(boot.original)
+
+    def test_called_once_when_the_new_image_derives_anything(self):
+        boot = self.derive(VTPM)
+        self.assertTrue(boot.derived)
+        self.current.assert_called_once_with()
+        self.assertIn('COMPUTE_SECURITY_TPM_2_0',
+                      {r.trait for r in boot.original})
+
+    def test_called_once_for_a_request_filter_refusal(self):
+        def tpm_secret_security_filter(ctxt, spec):
+            raise nova_exception.RequestFilterFailed(reason='not here')
+        self.useFixture(fixtures.MockPatchObject(
+            request_filter, 'ALL_REQUEST_FILTERS',
+            [tpm_secret_security_filter]))
+        self.derive(VTPM)
+        self.current.assert_called_once_with()
+
+    def test_an_unknown_current_image_is_no_original(self):
+        self.current.return_value = None
+        boot = self.derive(VTPM)
+        self.current.assert_called_once_with()
+        self.assertIsNone(boot.original)
+
+
+class RebuildRequestOrderTest(testtools.TestCase):
+    """The system metadata is checked once, after the new image is derived.
+
+    The check may ask Glance and logs at INFO; it ran after the derivation
+    before the split, and still does.
+    """
+
+    def setUp(self):
+        super().setUp()
+        self.conf = self.useFixture(config_fixture.Config(nova.conf.CONF))
+        self.context = nova_context.get_admin_context()
+        self.calls = []
+        derive = boot_requirements.derive
+        trust = nova_request.trusted_system_metadata
+
+        def derived(*args, **kw):
+            self.calls.append('derive')
+            return derive(*args, **kw)
+
+        def trusted(*args, **kw):
+            self.calls.append('trust')
+            return trust(*args, **kw)
+        self.useFixture(fixtures.MockPatchObject(
+            boot_requirements, 'derive', side_effect=derived))
+        self.useFixture(fixtures.MockPatchObject(
+            nova_request, 'trusted_system_metadata', side_effect=trusted))
+
+    def request(self, strategy, properties):
+        nova_request.judges_derived(self.conf.conf)
+        self.conf.config(strategy=strategy, group='image_traits')
+        spec, image = _spec(properties)
+        return nova_request.rebuild_request(
+            self.context, spec, image, None, 'host1',
+            orig_sys_metadata={'image_base_image_ref': 'current'},
+            orig_image_ref='current', conf=self.conf.conf)
+
+    def test_after_the_derivation(self):
+        for strategy, properties in (('root_traits', VTPM),
+                                     ('reject', {}), ('reject', VTPM)):
+            del self.calls[:]
+            self.request(strategy, properties)
+            # reject derives the current image too, after checking it.
+            self.assertEqual(['derive', 'trust'], self.calls[:2], strategy)
+            self.assertEqual(1, self.calls.count('trust'), strategy)

@@ -12,7 +12,7 @@
 """The command line's boot query against nova's own ``ResourceRequest``.
 
 Inside nova, the filter and the hook ask placement what nova's scheduler
-asks at boot (:func:`boot_requirements.resource_query`). The
+asks at boot (:func:`boot_query.resource_query`). The
 command line has no nova and builds the query from the flavor alone
 (:meth:`Flavor.resource_query`). On each case of the corpus below the two
 must agree, or the difference must be listed in :data:`KNOWN`, with the
@@ -23,7 +23,7 @@ true.
 from nova import objects
 import testtools
 
-from nova_image_traits import boot_requirements
+from nova_image_traits import boot_query
 from nova_image_traits import flavor as nit_flavor
 
 objects.register_all()
@@ -188,19 +188,19 @@ class TestCorpus(testtools.TestCase):
         self.assertLessEqual(set(KNOWN), set(CORPUS))
 
     def test_image_traits_are_left_to_the_strategies(self):
-        query = boot_requirements.resource_query(
+        query = boot_query.resource_query(
             _spec(*CORPUS['image-trait']))
         self.assertEqual('nova', query.source)
         self.assertEqual(frozenset(), query.unsuffixed.required)
         # ...and the request spec itself is left as it was.
         spec = _spec(*CORPUS['image-trait'])
-        boot_requirements.resource_query(spec)
+        boot_query.resource_query(spec)
         self.assertEqual([AVX2], spec.image.properties.traits_required)
 
 
 def _make(name, case):
     def test(self):
-        nova = boot_requirements.resource_query(_spec(*case))
+        nova = boot_query.resource_query(_spec(*case))
         self.assertIsNotNone(nova)
         same = _comparable(nova) == _comparable(_cli(*case))
         if name in KNOWN:
