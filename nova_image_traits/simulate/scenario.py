@@ -36,19 +36,23 @@ ScenarioError = loader.ScenarioError
 SAMPLE = 'sample-cloud.yaml'
 
 
-@dataclasses.dataclass(kw_only=True)
+@dataclasses.dataclass
 class _Item:
-    """Where an item is: its field path and the line of each field."""
-    path: str = ''
-    lines: dict = dataclasses.field(default_factory=dict, repr=False,
-                                    compare=False)
+    """Where an item is: its field path and the line of each field.
+
+    Neither has a default, so that the fields of each record, which have
+    none either, may follow them (``kw_only`` needs Python 3.10);
+    :func:`_item` passes every field by name.
+    """
+    path: str
+    lines: dict = dataclasses.field(repr=False, compare=False)
 
 
 # NOTE(founders): each item has the fields of its record in the schema,
 # with the schema's defaults; :func:`_item` builds them, and a unit test
 # checks that the two list the same fields.
 
-@dataclasses.dataclass(kw_only=True)
+@dataclasses.dataclass
 class Child(_Item):
     """A nested provider under a compute host."""
     name: str
@@ -57,7 +61,7 @@ class Child(_Item):
     traits: list
 
 
-@dataclasses.dataclass(kw_only=True)
+@dataclasses.dataclass
 class Host(_Item):
     """A compute node: the root provider of its tree."""
     name: str
@@ -74,7 +78,7 @@ class Host(_Item):
         return [self.name] + [c.name for c in self.children]
 
 
-@dataclasses.dataclass(kw_only=True)
+@dataclasses.dataclass
 class SharingProvider(_Item):
     """A provider sharing its inventory with the hosts of its aggregates."""
     name: str
@@ -83,7 +87,7 @@ class SharingProvider(_Item):
     traits: list
 
 
-@dataclasses.dataclass(kw_only=True)
+@dataclasses.dataclass
 class Flavor(_Item):
     """A nova flavor."""
     name: str
@@ -102,7 +106,7 @@ class Flavor(_Item):
             extra_specs=dict(self.extra_specs), name=self.name)
 
 
-@dataclasses.dataclass(kw_only=True)
+@dataclasses.dataclass
 class Image(_Item):
     """A Glance image: its disk format and its properties."""
     name: str
@@ -117,7 +121,7 @@ class Image(_Item):
         return flat
 
 
-@dataclasses.dataclass(kw_only=True)
+@dataclasses.dataclass
 class Server(_Item):
     """A server booted on a host with a flavor and an image.
 
@@ -131,7 +135,7 @@ class Server(_Item):
     allocations: ty.Optional[dict]
 
 
-@dataclasses.dataclass(kw_only=True)
+@dataclasses.dataclass
 class Case(_Item):
     """A rebuild to judge: a server and its new image.
 
@@ -144,7 +148,7 @@ class Case(_Item):
     scheduler: dict
 
 
-@dataclasses.dataclass(kw_only=True)
+@dataclasses.dataclass
 class Scenario(_Item):
     """A whole scenario; each list keeps the file's order."""
     description: str
