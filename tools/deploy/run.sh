@@ -52,12 +52,18 @@ function timed {
 }
 
 function apt_install {
-    if command -v mariadbd > /dev/null && [[ -x /usr/lib/rabbitmq/bin/rabbitmq-server ]] && command -v qemu-img > /dev/null; then
-        echo "mariadb-server, rabbitmq-server and qemu-utils already installed"
-        return
-    fi
-    apt-get update -q
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -q mariadb-server rabbitmq-server qemu-utils
+    # Two deployment jobs may start at once (.ci/run runs the oldest and
+    # the newest series side by side): the first installs while the
+    # second waits for the lock, then finds everything there.
+    (
+        flock 9
+        if command -v mariadbd > /dev/null && [[ -x /usr/lib/rabbitmq/bin/rabbitmq-server ]] && command -v qemu-img > /dev/null; then
+            echo "mariadb-server, rabbitmq-server and qemu-utils already installed"
+            exit 0
+        fi
+        apt-get update -q
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -q mariadb-server rabbitmq-server qemu-utils
+    ) 9> /tmp/nova-image-traits-deploy-apt.lock
 }
 
 function build_wheel {
