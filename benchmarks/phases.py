@@ -107,8 +107,12 @@ def summarize_cell(phase, background, key, samples):
     bare = [s.bare for s in samples if s.bare is not None]
     if bare:
         cell['bare_median_ms'] = stats.median(bare) * 1000.0
-        cell['overhead'] = stats.ratio(cell['median_ms'],
-                                       cell['bare_median_ms'])
+        # NOTE(founders): the median of each decision's ratio to its own
+        # bare replay, sent right before or right after it: the two see
+        # the same machine, which the two medians of the whole cell, taken
+        # over a minute apart in the samples, do not.
+        cell['overhead'] = stats.paired_ratio(
+            [(s.seconds, s.bare) for s in samples if s.bare])
     return cell
 
 
@@ -152,43 +156,58 @@ def measure_main(cloud, engine, nova, config, strategies):
 def measure_strategies(label, cloud, engine, config, strategies):
     """Measure the strategies alone at every N (no nova runs).
 
+    Round by round over every N, so that each cell's samples spread over
+    the whole phase, and a burst of load on the machine touches a few
+    samples of every cell rather than all the samples of one.
+
     :returns: samples keyed by ``(n, case name, strategy)``
     """
     started = time.monotonic()
     samples = {}
     for n in config['ns']:
-        found, _none = measure_n(cloud, engine, None, n, config['runs'], 1,
-                                 strategies)
-        samples.update(found)
+        _warm_up(engine, cloud, n, scenario.cases_for(n), strategies)
+    for rnd in range(config['runs']):
+        for n in config['ns']:
+            for case in scenario.cases_for(n):
+                for strategy in _rotated(strategies, rnd):
+                    samples.setdefault((n, case.name, strategy), []).append(
+                        engine.decide(strategy, cloud.host(n, case), case))
     progress('%s: %d background hosts measured in %.0f s' % (
         label, cloud.background, time.monotonic() - started))
     return samples
 
 
-def _grow(cloud, config):
+def _resize(cloud, config, phase):
+    """Bring the cloud to the size ``phase`` is measured at."""
     started = time.monotonic()
-    cloud.add_background(config['grow_to'] - config['background'])
-    progress('grew to %d background hosts in %.0f s' % (
-        cloud.background, time.monotonic() - started))
+    if phase == 'grown' and cloud.background < config['grow_to']:
+        cloud.add_background(config['grow_to'] - cloud.background)
+        progress('grew to %d background hosts in %.0f s' % (
+            cloud.background, time.monotonic() - started))
+    elif phase == 'base' and cloud.background > config['background']:
+        cloud.remove_background(config['background'])
+        progress('shrank back to %d background hosts in %.0f s' % (
+            cloud.background, time.monotonic() - started))
 
 
 def measure_growth(cloud, engine, config, strategies):
-    """Alternate small and grown cloud: A B (shrink) A B ...
+    """Alternate the small and the grown cloud: A B, B A, A B, B A ...
 
-    Each cycle measures the strategies on the small cloud, adds the hosts,
-    measures again and (except after the last cycle) deletes them. Samples
-    of all cycles are pooled per phase, so slow drift in machine load
-    weighs on both phases alike.
+    Each phase measures the strategies at every N after the cloud is
+    brought to its size (hosts added, or deleted with their servers).
+    Samples of all cycles are pooled per phase (see
+    :func:`benchmarks.stats.balanced_order`).
+    The cloud is left grown: the audit runs on it.
 
     :returns: ``(cells, per-cycle medians)``
     """
     pooled = {'base': {}, 'grown': {}}
     cycles = []
-    for cycle in range(config['growth_cycles']):
+    for cycle, order in enumerate(stats.balanced_order(
+            config['growth_cycles'], 'base', 'grown')):
         medians = {}
-        for phase in ('base', 'grown'):
-            if phase == 'grown':
-                _grow(cloud, config)
+        for phase in order:
+            _resize(cloud, config, phase)
             found = measure_strategies('cycle %d %s' % (cycle + 1, phase),
                                        cloud, engine, config, strategies)
             for key, values in found.items():
@@ -196,10 +215,7 @@ def measure_growth(cloud, engine, config, strategies):
                 medians.setdefault(key, {})[phase] = stats.median(
                     [s.seconds for s in values]) * 1000.0
         cycles.append(medians)
-        if cycle + 1 < config['growth_cycles']:
-            cloud.remove_background(config['background'])
-            progress('shrank back to %d background hosts'
-                     % cloud.background)
+    _resize(cloud, config, 'grown')
     cells = []
     for phase, background in (('base', config['background']),
                               ('grown', config['grow_to'])):

@@ -19,10 +19,10 @@ cloud. Phases:
     with decisions of every strategy for every case, so that both see the
     same machine load; this gives the ratios to nova;
 ``base`` and ``grown``
-    the strategies alone, on the small cloud and after it grows from
-    ``background`` to ``grow_to`` hosts, alternately (``growth_cycles``
-    times; the added hosts are deleted between cycles); this gives the
-    growth ratios.
+    the strategies alone, on the small cloud (``background`` hosts) and
+    on the grown one (``grow_to``), in ``growth_cycles`` cycles ordered
+    A B, B A, ... (:func:`benchmarks.phases.growth_order`); this gives
+    the growth ratios.
 
 The create path is measured after ``main``; the audit runs last, on the
 grown cloud, whose background hosts serve as its compute nodes.
@@ -57,7 +57,7 @@ RESULTS_RST = os.path.join(os.path.dirname(HERE), 'doc', 'source', 'admin',
 #: Settings of a full run and of a ``--quick`` smoke run.
 PROFILES = {
     'full': {'ns': [0, 16, 64, 256], 'background': 200, 'grow_to': 2000,
-             'runs': 15, 'per_round': 2, 'growth_cycles': 2,
+             'runs': 15, 'per_round': 2, 'growth_cycles': 4,
              'create_hosts': 10000, 'create_runs': 21, 'precheck_runs': 15,
              'audit': [
                  (strategy, servers, hosts)
@@ -67,7 +67,7 @@ PROFILES = {
                  for servers, hosts in ((1000, 100), (2000, 100))] + [
                  ('in_tree_candidates', 10000, 1000)]},
     'quick': {'ns': [0, 64], 'background': 100, 'grow_to': 1000,
-              'runs': 5, 'per_round': 1, 'growth_cycles': 1,
+              'runs': 5, 'per_round': 1, 'growth_cycles': 2,
               'create_hosts': 10000, 'create_runs': 7, 'precheck_runs': 3,
               'audit': [
                   (strategy, servers, hosts)

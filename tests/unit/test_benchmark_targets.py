@@ -15,6 +15,7 @@ They work on the results dict the benchmark writes; here it is written by
 hand, with no placement and no nova.
 """
 
+from benchmarks import stats
 from benchmarks import tables
 from benchmarks import targets
 from tests.unit import base
@@ -100,3 +101,33 @@ class PendingTest(base.TestCase):
         verdict = targets.target_requests(results)
         self.assertEqual('fail', verdict['status'])
         self.assertEqual(0, verdict['checked'])
+
+
+class TestBalancedOrder(base.TestCase):
+    """The growth phases' order takes each size's samples at one mean time."""
+
+    def test_even_cycles_balance_the_mean_position(self):
+        for cycles in (2, 4, 6):
+            slots = [phase for order in stats.balanced_order(cycles, 'A', 'B')
+                     for phase in order]
+            mean = {}
+            for phase in ('A', 'B'):
+                times = [t for t, p in enumerate(slots) if p == phase]
+                mean[phase] = sum(times) / len(times)
+            self.assertEqual(mean['A'], mean['B'], slots)
+
+    def test_the_size_changes_once_per_cycle(self):
+        slots = [phase for order in stats.balanced_order(4, 'A', 'B')
+                 for phase in order]
+        self.assertEqual(list('ABBAABBA'), slots)
+
+
+class TestPairedRatio(base.TestCase):
+    """A cell's overhead pairs each decision with its own bare replay."""
+
+    def test_drift_between_pairs_cancels(self):
+        # The machine slows down threefold halfway: each decision costs
+        # 1.1x its own replay, but either side's median alone straddles
+        # the change.
+        pairs = [(1.1 * scale, 1.0 * scale) for scale in [1.0] * 5 + [3.0] * 6]
+        self.assertAlmostEqual(1.1, stats.paired_ratio(pairs))
