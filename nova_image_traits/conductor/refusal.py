@@ -55,8 +55,9 @@ Restoration = collections.namedtuple('Restoration', ['restored', 'missed'])
 
 #: Instance fields nova's API takes from the image properties of the same
 #: names before the cast (``_inherit_properties_from_image``; the kernel
-#: and ramdisk ids follow nova's own rule below). ``auto_disk_config`` is not one of them: nova takes it from the
-#: request when the request names it, and the conductor cannot tell.
+#: and ramdisk ids follow nova's own rule below). ``auto_disk_config`` is
+#: not one of them: nova takes it from the request when the request names
+#: it, and the conductor cannot tell.
 _INHERITED = ('os_type', 'architecture', 'vm_mode')
 
 
@@ -159,11 +160,13 @@ def restore(context, instance_uuid, orig_sys_metadata, orig_image_ref,
                       {'instance': instance_uuid, 'image': orig_image_ref})
         return Restoration(tuple(restored), tuple(missed + parts + spec_part))
 
-    if volume_backed:
-        inst.image_ref = image_ref or ''
-    if orig_sys_metadata is not None:
-        inst.update(_instance_updates(inst, dict(orig_sys_metadata)))
     try:
+        if volume_backed:
+            inst.image_ref = image_ref or ''
+        if orig_sys_metadata is not None:
+            # The system metadata first: the request spec is built from it
+            # even if a field of an older nova's image cannot be set.
+            inst.update(_instance_updates(inst, dict(orig_sys_metadata)))
         if parts:
             inst.save(expected_task_state=[task_states.REBUILDING])
         restored += parts
