@@ -20,6 +20,7 @@ without the check.
 
 import inspect
 
+from nova.compute import utils as compute_utils
 from nova.objects import compute_node
 from nova.objects import image_meta
 
@@ -36,7 +37,7 @@ REBUILD = 'rebuild_instance'
 _VALIDATE_PARAMS = ('self', 'context', 'instance', 'image_ref')
 #: Parameters of ``rebuild_instance`` the hook relies on.
 _REBUILD_PARAMS = ('self', 'context', 'instance', 'orig_image_ref',
-                   'image_ref', 'orig_sys_metadata', 'request_spec')
+                   'image_ref', 'orig_sys_metadata', 'bdms', 'request_spec')
 
 
 class HookInstallError(nit_exception.NovaImageTraitsException):
@@ -111,16 +112,26 @@ def verify(manager_cls):
     # modules subclass it at import, before anything can call verify().
     checks = (
         (image_meta.ImageMeta, 'from_image_ref'),
+        (image_meta.ImageMeta, 'from_instance'),
         (compute_node.ComputeNode, 'get_by_host_and_nodename'),
+        (compute_utils, 'is_volume_backed_instance'),
     )
     for owner, attr in checks:
         if not hasattr(owner, attr):
             _fail('%(owner)s.%(attr)s does not exist',
                   owner=owner.__name__, attr=attr)
-    params = _param_names(image_meta.ImageMeta.from_image_ref)
-    if params != ('context', 'image_api', 'image_ref'):
-        _fail('ImageMeta.from_image_ref%(params)s changed',
-              params='(%s)' % ', '.join(params))
+    signatures = (
+        (image_meta.ImageMeta.from_image_ref,
+         ('context', 'image_api', 'image_ref')),
+        (image_meta.ImageMeta.from_instance, ('instance',)),
+        (compute_utils.is_volume_backed_instance,
+         ('context', 'instance', 'bdms')),
+    )
+    for func, expected in signatures:
+        params = _param_names(func)
+        if params != expected:
+            _fail('%(func)s%(params)s changed', func=func.__qualname__,
+                  params='(%s)' % ', '.join(params))
 
 
 def original(manager_cls, name):

@@ -212,7 +212,8 @@ def _wrap_notify(original):
             rebuild[_RESTORATION] = refusal.restore(
                 context, instance_uuid, rebuild.get('orig_sys_metadata'),
                 rebuild.get('orig_image_ref'),
-                volume_backed=rebuild[_VOLUME_BACKED])
+                volume_backed=rebuild[_VOLUME_BACKED],
+                image_ref=rebuild[_IMAGE_REF])
         return original(self, context, instance_uuid, method, updates, ex,
                         request_spec)
 
@@ -223,6 +224,7 @@ def _wrap_notify(original):
 #: Keys the wrappers add to the remembered arguments of a rebuild.
 _RESTORATION = 'nova_image_traits.restoration'
 _VOLUME_BACKED = 'nova_image_traits.volume_backed'
+_IMAGE_REF = 'nova_image_traits.image_ref'
 
 
 def _wrap_rebuild(original):
@@ -237,11 +239,14 @@ def _wrap_rebuild(original):
             return original(self, context, *args, **kwargs)
         arguments = arguments.arguments
         instance = arguments.get('instance')
-        # NOTE(nova-image-traits): an empty image_ref is how nova marks a
-        # volume-backed server, and nova's API keeps it empty over a
-        # rebuild; read it before nova's refusal handler overwrites it.
-        arguments[_VOLUME_BACKED] = (instance is not None and
-                                     not instance.image_ref)
+        # NOTE(nova-image-traits): nova's API keeps the image_ref of a
+        # volume-backed server over a rebuild (empty, or the imageRef it was
+        # created with); read it before nova's refusal handler overwrites it.
+        arguments[_VOLUME_BACKED] = instance is not None and (
+            refusal.is_volume_backed(context, instance,
+                                     arguments.get('bdms'),
+                                     arguments.get('request_spec')))
+        arguments[_IMAGE_REF] = instance.image_ref if instance else None
         try:
             with check.remember(arguments):
                 return original(self, context, *args, **kwargs)

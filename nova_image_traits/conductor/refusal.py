@@ -31,6 +31,7 @@ import collections
 from oslo_log import log as logging
 
 from nova.compute import task_states
+from nova.compute import utils as compute_utils
 from nova import exception
 from nova import objects
 from nova import utils as nova_utils
@@ -53,11 +54,29 @@ class ImageTraitsRefused(exception.NoValidHost):
 Restoration = collections.namedtuple('Restoration', ['restored', 'missed'])
 
 #: Instance fields nova's API takes from the image properties of the same
-#: names before the cast (``_inherit_properties_from_image``, kernel and
-#: ramdisk). ``auto_disk_config`` is not one of them: nova takes it from the
-#: request when the request names it, and the conductor cannot tell.
-_INHERITED = ('os_type', 'architecture', 'vm_mode', 'kernel_id',
-              'ramdisk_id')
+#: names before the cast (``_inherit_properties_from_image``; the kernel
+#: and ramdisk ids follow nova's own rule below). ``auto_disk_config`` is
+#: not one of them: nova takes it from the request when the request names
+#: it, and the conductor cannot tell.
+_INHERITED = ('os_type', 'architecture', 'vm_mode')
+
+
+def is_volume_backed(context, instance, bdms, request_spec):
+    """Whether nova's API took ``instance`` for a volume-backed server.
+
+    As nova's ``API.rebuild`` decides it: from the root block device
+    mapping, with the ``bdms`` it passed to the conductor; without them
+    (not from nova 31 to 34's API), from the request spec's ``is_bfv``.
+    Nothing is read from the database: the context is not yet targeted at
+    the instance's cell when the hook calls this.
+    """
+    if bdms is not None:
+        return compute_utils.is_volume_backed_instance(context, instance,
+                                                       bdms)
+    if request_spec is not None and 'is_bfv' in request_spec:
+        return bool(request_spec.is_bfv)
+    # As nova answers for a server without a root BDM.
+    return not instance.image_ref
 
 
 def _instance_updates(instance, orig_sys_metadata):
@@ -70,111 +89,121 @@ def _instance_updates(instance, orig_sys_metadata):
     sysmeta.update({k: v for k, v in orig_sys_metadata.items()
                     if k.startswith(prefix)})
     updates = {'system_metadata': sysmeta}
-    for field in _INHERITED:
-        value = props.get(field)
-        if field in ('kernel_id', 'ramdisk_id'):
-            # NOTE(nova-image-traits): as nova's API does
-            # (_handle_kernel_and_ramdisk).
-            value = '' if value in (None, 'nokernel') else value
-        updates[field] = value
+    updates.update({field: props.get(field) for field in _INHERITED})
+    kernel_id = props.get('kernel_id')
+    ramdisk_id = props.get('ramdisk_id')
+    # NOTE(nova-image-traits): nova's rule, in API._handle_kernel_and_ramdisk
+    # (nova/compute/api.py): 'nokernel' clears both ids. Not that method
+    # itself: it asks Glance for each image, and a rollback must not fail
+    # because a kernel image has been deleted since.
+    if kernel_id == 'nokernel':
+        kernel_id = ramdisk_id = None
+    updates['kernel_id'] = kernel_id or ''
+    updates['ramdisk_id'] = ramdisk_id or ''
     return updates
 
 
 def restore(context, instance_uuid, orig_sys_metadata, orig_image_ref,
-            volume_backed=False):
+            volume_backed=False, image_ref=''):
     """Return the server to its current image after a refused rebuild.
 
     Nova's API replaced the ``image_*`` system metadata, the fields it
     inherits from the image and the ``RequestSpec.image`` with the refused
     image before casting to the conductor, and nova's handler only rolls
     ``image_ref`` back (nova bugs 1744325, 1746032). Left so, the next move
-    would be scheduled with the refused image's traits. Everything comes
-    from ``orig_sys_metadata``, the image as nova recorded it at boot.
+    would be scheduled with the refused image's traits, and the next hard
+    reboot would build the guest with its properties.
 
-    A volume-backed server has an empty ``image_ref``, which nova's API
-    keeps over a rebuild (that is how nova tells it is volume-backed), but
-    nova's handler sets it to ``orig_image_ref``, the image of the root
-    volume; it is emptied again.
+    Two parts, each restored whether or not the other could be:
 
-    Everything is read and built before the first write, so that a bad
-    value writes nothing. The instance is written first (only while its
-    task state is still ``rebuilding``), then the request spec.
+    * the instance: its ``image_*`` system metadata (from
+      ``orig_sys_metadata``, the image as nova recorded it at boot), the
+      fields nova's API took from the image and, for a volume-backed
+      server, its ``image_ref``. Nova's API keeps that over a rebuild
+      (empty for a server created from a volume without ``imageRef``), but
+      nova's handler sets it to ``orig_image_ref``, the image of the root
+      volume; it is set back to ``image_ref``. Written only while the task
+      state is still ``rebuilding``;
+    * the request spec: its image is nova's own ``ImageMeta.from_instance``
+      of the restored instance, which names the image only when the
+      instance has one.
 
     ``context`` is the conductor's, which ``rebuild_instance`` has
     targeted at the instance's cell.
 
+    :param image_ref: the server's ``image_ref`` before the rebuild; used
+        for a volume-backed server only
     :returns: a :class:`Restoration`; what could not be restored is logged
     """
     restored, missed = [], []
-    wanted = [EMPTY_IMAGE_REF if volume_backed else IMAGE_REF]
+    parts = []
+    if volume_backed:
+        parts.append(IMAGE_REF if image_ref else EMPTY_IMAGE_REF)
+    else:
+        restored.append(IMAGE_REF)  # by nova's handler
     if orig_sys_metadata is not None:
-        wanted += [IMAGE_PROPERTIES, REQUEST_SPEC]
+        parts.append(IMAGE_PROPERTIES)
     else:
         LOG.warning('The rebuild of instance %s was refused, but nova did '
                     'not pass the system metadata of its current image: '
                     'its image properties and request spec keep the '
                     'refused image.', instance_uuid)
         missed += [IMAGE_PROPERTIES, REQUEST_SPEC]
+    spec_part = [REQUEST_SPEC] if orig_sys_metadata is not None else []
     try:
         inst = objects.Instance.get_by_uuid(
             context, instance_uuid, expected_attrs=['system_metadata'])
-        updates = {}
-        if volume_backed:
-            updates['image_ref'] = ''
-        spec = image_meta = None
-        if orig_sys_metadata is not None:
-            orig_sys_metadata = dict(orig_sys_metadata)
-            updates.update(_instance_updates(inst, orig_sys_metadata))
-            image = nova_utils.get_image_from_system_metadata(
-                orig_sys_metadata)
-            image['id'] = orig_image_ref
-            image_meta = objects.ImageMeta.from_dict(image)
-            spec = objects.RequestSpec.get_by_instance_uuid(context,
-                                                            instance_uuid)
-        inst.update(updates)
     except Exception:
         LOG.exception('The rebuild of instance %(instance)s was refused, '
-                      'but what its current image %(image)s needs could not '
-                      'be read; nothing more was restored.',
+                      'but it could not be read; nothing more was restored '
+                      'to image %(image)s.',
                       {'instance': instance_uuid, 'image': orig_image_ref})
-        if not volume_backed:
-            restored.append(IMAGE_REF)  # by nova's handler
-            wanted.remove(IMAGE_REF)
-        return Restoration(tuple(restored), tuple(missed + wanted))
+        return Restoration(tuple(restored), tuple(missed + parts + spec_part))
 
-    parts = [p for p in wanted if p != REQUEST_SPEC]
     try:
-        if updates:
+        if volume_backed:
+            inst.image_ref = image_ref or ''
+        if orig_sys_metadata is not None:
+            # The system metadata first: the request spec is built from it
+            # even if a field of an older nova's image cannot be set.
+            inst.update(_instance_updates(inst, dict(orig_sys_metadata)))
+        if parts:
             inst.save(expected_task_state=[task_states.REBUILDING])
         restored += parts
+    except exception.UnexpectedTaskStateError:
+        # Not in this rebuild any more: whatever changed it owns the spec.
+        LOG.warning('The rebuild of instance %(instance)s was refused, but '
+                    'its task state changed before it could be returned to '
+                    'image %(image)s; nothing more was restored.',
+                    {'instance': instance_uuid, 'image': orig_image_ref})
+        return Restoration(tuple(restored), tuple(missed + parts + spec_part))
     except Exception:
         LOG.exception('The rebuild of instance %(instance)s was refused, '
                       'but its %(parts)s could not be returned to image '
                       '%(image)s.', {'instance': instance_uuid,
                                      'image': orig_image_ref,
                                      'parts': ', '.join(parts)})
-        if not volume_backed:
-            # Nova's handler has saved it already.
-            restored.append(IMAGE_REF)
-            parts.remove(IMAGE_REF)
         missed += parts
-        if spec is not None:
-            missed.append(REQUEST_SPEC)
-        return Restoration(tuple(restored), tuple(missed))
-    if spec is not None:
-        try:
-            spec.image = image_meta
-            spec.save()
-            restored.append(REQUEST_SPEC)
-        except Exception:
-            LOG.exception('The rebuild of instance %(instance)s was refused '
-                          'and its %(parts)s returned to image %(image)s, '
-                          'but its request spec could not be.',
-                          {'instance': instance_uuid,
-                           'image': orig_image_ref,
-                           'parts': ', '.join(parts)})
-            missed.append(REQUEST_SPEC)
+    if spec_part:
+        done = _restore_spec(context, inst, orig_image_ref)
+        (restored if done else missed).append(REQUEST_SPEC)
     return Restoration(tuple(restored), tuple(missed))
+
+
+def _restore_spec(context, instance, orig_image_ref):
+    """Give the request spec the image of ``instance``; True when done."""
+    try:
+        spec = objects.RequestSpec.get_by_instance_uuid(context,
+                                                        instance.uuid)
+        spec.image = objects.ImageMeta.from_instance(instance)
+        spec.save()
+    except Exception:
+        LOG.exception('The rebuild of instance %(instance)s was refused, '
+                      'but its request spec could not be returned to image '
+                      '%(image)s.', {'instance': instance.uuid,
+                                     'image': orig_image_ref or '-'})
+        return False
+    return True
 
 
 def describe(restoration):

@@ -359,7 +359,8 @@ _LAUNCHER_PROBE = textwrap.dedent('''
         sys.argv.remove('break-rebuild')
 
         def rebuild_instance(self, context, instance, orig_image_ref,
-                             image_ref, orig_sys_metadata, request_spec):
+                             image_ref, orig_sys_metadata, bdms,
+                             request_spec):
             pass
         manager.ComputeTaskManager.rebuild_instance = rebuild_instance
     if sys.argv[1:2] == ['log-file']:
@@ -523,6 +524,20 @@ class HookInstallTest(oslo_base.BaseTestCase):
         e = self.assertRaises(hook.HookInstallError, hook.install)
         self.assertIn('expected parameters', str(e))
         self._assert_untouched()
+
+    def test_install_fails_when_rebuild_has_no_bdms(self):
+        # The hook tells a volume-backed server by the BDMs nova's API
+        # passed, as the API told it.
+        def rebuild_instance(self, context, instance, orig_image_ref,
+                             image_ref, injected_files, new_pass,
+                             orig_sys_metadata, recreate,
+                             on_shared_storage, preserve_ephemeral=False,
+                             host=None, request_spec=None):
+            self._validate_image_traits_for_rebuild()
+        self._replace('rebuild_instance', rebuild_instance)
+        e = self.assertRaises(hook.HookInstallError, hook.install)
+        self.assertIn('rebuild_instance lacks the parameters bdms', str(e))
+        self.assertFalse(hook.is_installed())
 
     def test_install_fails_when_rebuild_no_longer_calls_check(self):
         def rebuild_instance(self, context, instance, orig_image_ref,
