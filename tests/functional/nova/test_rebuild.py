@@ -253,7 +253,11 @@ class RebuildWithConductorHookTest(_RebuildMatrixBase):
     def _check_refusal(self, server, scenario, strategy):
         # Everyone who sees the server reads a message that names nothing
         # of the host; an admin reads the reason in the fault's details.
-        self.assertNotIn(TRAIT, self.fault_message(server))
+        # A trait the flavor forbids is what the flavor says: all read it.
+        if scenario == 'forbidden':
+            self.assertIn(TRAIT, self.fault_message(server))
+        else:
+            self.assertNotIn(TRAIT, self.fault_message(server))
         message = self.fault_reason(server)
         # The admin sees the missing trait first, then what was judged, and
         # the whole reason survives nova's 255-character fault column.
