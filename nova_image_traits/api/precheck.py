@@ -70,6 +70,7 @@ from nova import context as nova_context
 from nova import exception as nova_exception
 from nova import objects
 
+from nova_image_traits.api import policy
 from nova_image_traits import decision as nit_decision
 from nova_image_traits import engine
 from nova_image_traits import nova_request
@@ -271,11 +272,10 @@ def _refusal(req, decision):
         error = webob.exc.HTTPConflict
     else:
         error = webob.exc.HTTPBadRequest
-    # NOTE(founders): the one caller whose reason reaches a tenant, in the
-    # 400 itself; it still names the host's detail, as before. Issue 27
-    # passes host_detail from nova's policy instead.
-    fault = openstack_wsgi.Fault(error(
-        explanation=decision.reason_for(host_detail=True)))
+    # NOTE(nova-image-traits): the 400 is read by its caller alone: it
+    # names the host's detail only for a caller nova's policy allows.
+    fault = openstack_wsgi.Fault(error(explanation=policy.refusal_reason(
+        req.environ['nova.context'], decision)))
     # Called with nova's request, whose api_version_request is set, the
     # fault adds OpenStack-API-Version and Vary as nova's own errors do.
     return fault(req)

@@ -83,7 +83,8 @@ def validate_image_traits_for_rebuild(self, context, instance, image_ref):
         when the rebuild is refused; nova then rolls back the instance's
         ``image_ref``, the hook returns the rest of the server to its
         current image, and nova sets the instance to ERROR and records the
-        reason as the instance fault
+        reason as the instance fault: the tenant-safe reason as its
+        message, the host's detail in its admin-only details
     """
     conf = nova.conf.CONF
     # NOTE(founders): nova calls this from rebuild_instance, which the hook
@@ -138,11 +139,13 @@ def validate_image_traits_for_rebuild(self, context, instance, image_ref):
             return
         raise refusal.ImageTraitsRefused(reason=reasons.check_failed())
 
-    # NOTE(founders): the fault shows the host's detail, as it always has;
-    # issue 27 words it for tenants.
-    reason = decision.reason_for(host_detail=True)
+    # NOTE(nova-image-traits): the fault's message is stored once and read
+    # by everyone who can see the server, so it names nothing of the host;
+    # the reason with the host's detail goes to the admin-only details.
+    detail = decision.reason_for(host_detail=True)
     if decision.allowed:
         LOG.debug('Rebuild to image %(image)s allowed: %(reason)s',
-                  {'image': image_ref, 'reason': reason}, instance=instance)
+                  {'image': image_ref, 'reason': detail}, instance=instance)
         return
-    raise refusal.ImageTraitsRefused(reason=reason)
+    raise refusal.ImageTraitsRefused(
+        reason=decision.reason_for(host_detail=False), detail=detail)

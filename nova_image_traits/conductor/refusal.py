@@ -46,7 +46,22 @@ REQUEST_SPEC = 'request spec'
 
 
 class ImageTraitsRefused(exception.NoValidHost):
-    """The image traits check refused the rebuild."""
+    """The image traits check refused the rebuild.
+
+    ``reason`` is the fault's message (``format_message``), which nova
+    stores once and shows to everyone who can see the server, and the
+    rebuild event's details: it never names the host's detail.
+    ``detail``, the reason with that detail, is in ``str()`` of the
+    exception only, which nova writes into the fault's ``details`` (the
+    formatted exception, kept for code 500 and shown to admins only) and
+    into its own log.
+    """
+
+    def __str__(self):
+        detail = self.kwargs.get('detail')
+        if not detail:
+            return self.format_message()
+        return self.msg_fmt % dict(self.kwargs, reason=detail)
 
 
 #: What :func:`restore` did: the parts it returned to the current image
@@ -227,7 +242,8 @@ def log_refusal(instance, image_ref, orig_image_ref, refusal, restoration):
     :param restoration: what :func:`restore` did, or None
     """
     if isinstance(refusal, ImageTraitsRefused):
-        by = 'the image traits check: %s' % refusal.kwargs.get('reason', '')
+        by = 'the image traits check: %s' % (
+            refusal.kwargs.get('detail') or refusal.kwargs.get('reason', ''))
     else:
         by = '%s: %s' % (type(refusal).__name__, refusal)
     by = by.rstrip()

@@ -137,6 +137,7 @@ class TestInstalledWheel(testtools.TestCase):
         self.check_deployer_copy_of_the_sample()
         self.check_conductor_help()
         self.check_config_generator_namespace()
+        self.check_policy_generator_namespace()
         # Last: it deletes the simulator from the install.
         self.check_decision_path_without_the_simulator()
 
@@ -190,6 +191,12 @@ class TestInstalledWheel(testtools.TestCase):
                 'generator.generate(conf)\n')
         self.assertIn('[image_traits]', out)
         self.assertIn('#strategy = ', out)
+
+    def check_policy_generator_namespace(self):
+        out = self.run_installed('oslopolicy-sample-generator',
+                                 '--namespace', 'nova_image_traits')
+        self.assertIn('#"os_compute_api:image_traits:refusal:host_detail": '
+                      '"rule:context_is_admin"', out)
 
     def check_decision_path_without_the_simulator(self):
         out = self.run_installed(

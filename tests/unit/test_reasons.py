@@ -11,7 +11,10 @@
 # under the License.
 """The seams of the decision path: what a boot asks, and how it is worded."""
 
+import inspect
+
 from nova_image_traits import decision as nit_decision
+from nova_image_traits import exception
 from nova_image_traits import flavor as nit_flavor
 from nova_image_traits import listing
 from nova_image_traits import reasons
@@ -186,3 +189,72 @@ class HostDetailTest(base.TestCase):
         self.assertEqual(
             'The image traits of the new image could not be checked because '
             'of an internal error.', reasons.check_failed())
+
+
+#: Every wording of :mod:`nova_image_traits.reasons.wording`, with an
+#: example, and whether its message names what placement found of the host
+#: (then only a caller who may read the host's detail reads it). A new
+#: wording fails :class:`WordingClassifiedTest` until it is added here.
+_WORDINGS = {
+    'misconfigured': (lambda: wording.misconfigured(ValueError('x')), False),
+    'internal_error': (lambda: wording.internal_error(ValueError('x')),
+                       False),
+    'invalid': (lambda: wording.invalid([('trait:bad name', 'no')]), False),
+    'refused_by_request_filter': (
+        lambda: wording.refused_by_request_filter('not here'), False),
+    'too_many': (lambda: wording.too_many(70, 64), False),
+    'conflicting': (lambda: wording.conflicting([(
+        reqs.Requirement(GOLD),
+        reqs.Requirement(GOLD, forbidden=True, via='flavor',
+                         sources=('flavor',)))]), False),
+    'resources_unknown': (lambda: wording.resources_unknown((MEM,)), False),
+    'resources_not_held': (lambda: wording.resources_not_held(
+        (MEM,), {'MEM_ENCRYPTION_CONTEXT': 0}), True),
+    'query_too_long': (lambda: wording.query_too_long(
+        exception.RequestTooLarge(length=9000, limit=8000)), False),
+    'placement_failed': (lambda: wording.placement_failed(
+        exception.PlacementUnreachable(url='http://p', why='down')), False),
+    'unmet': (lambda: wording.unmet(
+        strategies.load('root_traits'), (TPM,), frozenset([TPM.trait]),
+        'root lacks it'), True),
+    'inconclusive': (lambda: wording.inconclusive(
+        (reqs.Requirement(GOLD),), frozenset([GOLD]), 'no answer'), False),
+}
+
+
+class WordingClassifiedTest(base.TestCase):
+    """Each wording says whether it names the host, and is read so."""
+
+    def test_every_wording_is_classified(self):
+        public = sorted(
+            name for name, func in vars(wording).items()
+            if inspect.isfunction(func) and not name.startswith('_') and
+            func.__module__ == wording.__name__)
+        self.assertEqual(sorted(_WORDINGS), public)
+
+    def test_each_wording_is_read_as_classified(self):
+        for name, (make, names_host) in sorted(_WORDINGS.items()):
+            reason = make()
+            self.assertIsInstance(reason, wording.Reason, name)
+            self.assertEqual(names_host, reason.names_host, name)
+            result = _refused(reason)
+            safe = result.reason_for(host_detail=False)
+            self.assertTrue(listing.fits(safe), name)
+            if names_host:
+                self.assertEqual(TENANT, safe, name)
+                self.assertNotEqual(TENANT,
+                                    result.reason_for(host_detail=True),
+                                    name)
+            else:
+                self.assertEqual(reason.message, safe, name)
+
+    def test_the_tenant_reason_names_nothing_unmet(self):
+        for name, (make, names_host) in sorted(_WORDINGS.items()):
+            if not names_host:
+                continue
+            reason = make()
+            safe = _refused(reason).reason_for(host_detail=False)
+            for word in (TPM.trait, 'MEM_ENCRYPTION_CONTEXT',
+                         'hw_tpm_version', 'hw_mem_encryption', 'CUSTOM_',
+                         'aggregate'):
+                self.assertNotIn(word, safe, name)

@@ -17,7 +17,8 @@ server before its rebuild (back on the plain image if an earlier
 strategy accepted the same rebuild); the decision lines the conductors
 and the scheduler logged since an offset; and the checks after a
 refusal: the server in ERROR on its current image with a fault that
-names why, and nothing of the refused image left in nova's databases.
+names why (the host's detail for the admin alone), and nothing of the
+refused image left in nova's databases.
 """
 
 import os
@@ -31,6 +32,9 @@ CASE_IMAGE = {'gold': 'gold', 'absent': 'absent', 'nested': 'nested',
               'plain': 'plain', 'placement_down': 'gold', 'vtpm': 'vtpm',
               'volume_backed': 'absent'}
 CASE_SERVER = {'nested': 'b', 'volume_backed': 'v'}
+#: What the owner reads of a refusal that would name the host's detail.
+TENANT_REASON = ("This server's host does not offer what the new image "
+                 'requires.')
 
 
 def _fields(line):
@@ -119,6 +123,27 @@ class RebuildChecks:
         if named is not None and named not in fault:
             problems.append('the fault does not name %s: %r' % (
                 named, fault))
+        return problems
+
+    def host_detail(self, sid, shown, named):
+        """Who reads NAMED, the host's detail of a refused rebuild.
+
+        SHOWN is the server as its owner (``demo``) reads it: its fault
+        names nothing of the host. An admin reads NAMED in the fault's
+        details, which nova shows to admins only.
+        """
+        problems = []
+        fault = shown.get('fault') or {}
+        if named in repr(fault):
+            problems.append('the owner reads %s in the fault: %r' % (
+                named, fault))
+        if TENANT_REASON not in fault.get('message', ''):
+            problems.append("the owner's fault is not the tenant's "
+                            'reason: %r' % fault.get('message'))
+        admin = self.admin('server', 'show', sid).get('fault') or {}
+        if named not in (admin.get('details') or ''):
+            problems.append("the admin's fault details do not name %s: "
+                            '%r' % (named, admin))
         return problems
 
     def leftovers(self, sid, before, old_image, refused):

@@ -27,7 +27,8 @@ from processes import Failure
 from rebuild_checks import CASE_IMAGE
 from rebuild_checks import CASE_SERVER
 
-#: What a refusal's fault must say, by case; by default the trait.
+#: What a refusal's fault details must say to an admin, by case; by
+#: default the trait. The owner's fault names none of it.
 FAULT_NAMES = {'vtpm': 'hw_tpm_version=2.0 needs COMPUTE_SECURITY_TPM_2_0'}
 
 
@@ -56,8 +57,9 @@ class StrategyCases:
         else:
             named = FAULT_NAMES.get(case) or TRAITS.get(
                 CASE_IMAGE[case])
-            problems += self.refused(
-                shown, old_image, None if case == 'placement_down' else named)
+            problems += self.refused(shown, old_image, None)
+            if case != 'placement_down':
+                problems += self.host_detail(sid, shown, named)
             problems += self.leftovers(sid, db_before, old_image, image)
         # One decision line per rebuild, in the super conductor only; none
         # for an image that requires no trait.

@@ -21,8 +21,13 @@ The server's owner rebuilds to each (compute client):
 * to the second, it is refused. With the nova-api pre-check
   (``[nova_image_traits] precheck``), nova-api answers 400 and nothing
   about the server changes; without it, the conductor refuses: the server
-  goes to ERROR, keeps its old image, and its fault names the missing
-  trait.
+  goes to ERROR and keeps its old image.
+
+The owner (tempest's primary credentials, not an admin) never reads the
+missing trait: neither in the 400 nor in the fault's message. An admin
+reads it in the 400 it gets for the same rebuild, and in the fault's
+details, which nova shows to admins only
+(``os_compute_api:image_traits:refusal:host_detail`` at its default).
 
 A volume-backed server reimaged (compute API 2.93) to the second image is
 refused by the conductor, with or without the pre-check, which leaves
@@ -40,6 +45,10 @@ from tempest.lib import decorators
 from tempest.lib import exceptions as lib_exc
 
 CONF = config.CONF
+
+#: What the owner reads instead of the host's detail.
+TENANT_REASON = ("This server's host does not offer what the new image "
+                 'requires.')
 
 
 class _ImageTraitsBase(base.BaseV2ComputeAdminTest):
@@ -88,6 +97,16 @@ class _ImageTraitsBase(base.BaseV2ComputeAdminTest):
             test_utils.call_and_ignore_notfound_exc,
             cls.placement.delete_trait, cls.absent)
         cls.image_absent = cls._image(cls.absent)
+
+    def assert_fault_names_it_for_the_admin_only(self, server_id, trait):
+        """The owner's fault names nothing; the admin's details do."""
+        owner = self.servers_client.show_server(server_id)['server']
+        self.assertIn(TENANT_REASON, owner['fault']['message'])
+        self.assertNotIn(trait, str(owner['fault']))
+        admin = self.os_admin.servers_client.show_server(
+            server_id)['server']
+        self.assertNotIn(trait, admin['fault']['message'])
+        self.assertIn(trait, admin['fault'].get('details', ''))
 
 
 class RebuildWithImageTraitsTest(_ImageTraitsBase):
@@ -154,7 +173,8 @@ class RebuildWithImageTraitsTest(_ImageTraitsBase):
         self.addCleanup(self.os_admin.servers_client.reset_state,
                         self.server_id, state='active')
         self.assertEqual(old_image, server['image']['id'])
-        self.assertIn(self.absent, server['fault']['message'])
+        self.assert_fault_names_it_for_the_admin_only(self.server_id,
+                                                      self.absent)
 
     @decorators.idempotent_id('3d7a9c1e-5b2f-4e8a-9f6d-1c4b7e2a8f03')
     def test_rebuild_refused_by_the_api_leaves_the_server_untouched(self):
@@ -167,6 +187,12 @@ class RebuildWithImageTraitsTest(_ImageTraitsBase):
             self.server_id)['instanceActions']
         error = self.assertRaises(lib_exc.BadRequest,
                                   self.servers_client.rebuild_server,
+                                  self.server_id, self.image_absent)
+        # The owner reads no trait of the host; an admin does.
+        self.assertNotIn(self.absent, str(error))
+        self.assertIn(TENANT_REASON, str(error))
+        error = self.assertRaises(lib_exc.BadRequest,
+                                  self.os_admin.servers_client.rebuild_server,
                                   self.server_id, self.image_absent)
         self.assertIn(self.absent, str(error))
         after = self.servers_client.show_server(self.server_id)['server']
@@ -216,7 +242,8 @@ class VolumeBackedReimageRefusalTest(_ImageTraitsBase):
             raise_on_error=False)
         self.addCleanup(self.os_admin.servers_client.reset_state,
                         self.server_id, state='active')
-        self.assertIn(self.absent, server['fault']['message'])
+        self.assert_fault_names_it_for_the_admin_only(self.server_id,
+                                                      self.absent)
         # Nova's handler would have set image_ref to the volume's image;
         # the conductor hook puts the empty one back.
         self.assertEqual('', server['image'])

@@ -334,4 +334,21 @@ class ImageTraitsTestBase(HarnessMixin,
 
     @staticmethod
     def fault_message(server):
+        """The fault's message: what everyone who sees the server reads."""
         return server.get('fault', {}).get('message', '')
+
+    @staticmethod
+    def fault_reason(server):
+        """The refusal as an admin reads it, with the host's detail.
+
+        The conductor hook's refusal names the host's detail in the
+        fault's ``details`` only (nova's formatted exception, shown to
+        admins), on its last line; any other fault has just its message.
+        ``server`` must be read by an admin (:meth:`wait_until_settled`).
+        """
+        fault = server.get('fault', {})
+        marker = 'ImageTraitsRefused: '
+        details = fault.get('details', '')
+        if marker in details:
+            return details.rsplit(marker, 1)[1].strip()
+        return fault.get('message', '')

@@ -68,7 +68,10 @@ class HookTest(_DerivedBase):
     def refused(self, image):
         server = self.rebuild(self.server, image)
         self.assertEqual('ERROR', server['status'])
-        message = self.fault_message(server)
+        self.assertLessEqual(
+            len(self.fault_message(server).encode('utf-8')), 255)
+        # The reason with the host's detail, as an admin reads it.
+        message = self.fault_reason(server)
         self.assertLessEqual(len(message.encode('utf-8')), 255)
         return message
 

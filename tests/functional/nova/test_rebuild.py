@@ -251,8 +251,15 @@ class RebuildWithConductorHookTest(_RebuildMatrixBase):
         self.addCleanup(hook.uninstall)
 
     def _check_refusal(self, server, scenario, strategy):
-        message = self.fault_message(server)
-        # The user sees the missing trait first, then what was judged, and
+        # Everyone who sees the server reads a message that names nothing
+        # of the host; an admin reads the reason in the fault's details.
+        # A trait the flavor forbids is what the flavor says: all read it.
+        if scenario == 'forbidden':
+            self.assertIn(TRAIT, self.fault_message(server))
+        else:
+            self.assertNotIn(TRAIT, self.fault_message(server))
+        message = self.fault_reason(server)
+        # The admin sees the missing trait first, then what was judged, and
         # the whole reason survives nova's 255-character fault column.
         self.assertTrue(message.startswith(
             'No valid host was found. %s: ' % TRAIT), message)
@@ -811,9 +818,9 @@ class RefusedRebuildRetryTest(base.ImageTraitsTestBase):
             server = self.rebuild(server, new_image)
             self.assertEqual('ERROR', server['status'], attempt)
             self.assertEqual(old_image, server['image']['id'])
-            self.assertIn(TRAIT, self.fault_message(server))
+            self.assertIn(TRAIT, self.fault_reason(server))
             self.assertIn('not required when this server was created',
-                          self.fault_message(server))
+                          self.fault_reason(server))
 
 
 class NovaRequestTest(oslo_base.BaseTestCase):
