@@ -149,7 +149,7 @@ def _decide(request, conf, opts, client, result, state):
         if _breaks_isolation(ctx, forbidden, result):
             return
         if not asked and not asks.resources:
-            result.detail = reasons.NOTHING_ASKED
+            result.detail = isolation_reason.OUTSIDE
             return
         if _lacks_resources(ctx, result):
             return

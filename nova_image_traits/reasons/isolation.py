@@ -17,6 +17,9 @@ from nova_image_traits.reasons import wording
 
 #: The log line's cause of such a refusal.
 CAUSE = 'isolated-aggregate'
+#: The detail of an image that asks nothing, outside those aggregates.
+OUTSIDE = ('the new image requires no traits, and the server is outside '
+           'the aggregates isolation forbids it')
 
 
 def isolated(breach):

@@ -170,6 +170,7 @@ class EveryStrategyTest(base.TestCase):
                 self.assertTrue(result.allowed)
                 self.assertEqual(decision.ACCEPT, result.outcome)
                 self.assertEqual([aggs(ROOT), ALLOCATIONS], paths)
+                self.assertEqual(isolation_reason.OUTSIDE, result.detail)
 
     def test_nothing_forbidden_sends_nothing(self):
         for name in STRATEGIES:
