@@ -27,6 +27,7 @@ property it disappears without.
 
 from oslo_log import log as logging
 
+import nova.conf
 from nova.scheduler import request_filter
 
 from nova_image_traits import attribution
@@ -58,11 +59,9 @@ NOT_ABOUT_THE_IMAGE = {
                                      'rebuild keeps',
     'compute_status_filter': 'whether the compute service is disabled, '
                              'which does not stop a rebuild on it',
-    # NOTE(founders): it isolates aggregates by the image's and flavor's
-    # traits through the API database and the host's aggregates; the trait
-    # requirements themselves are judged here.
-    'isolate_aggregates': 'aggregate membership, not a requirement on a '
-                          'provider',
+    # NOTE(founders): it forbids aggregates, not traits: called alone, once
+    # per decision, by forbidden_aggregates below.
+    'isolate_aggregates': 'aggregate membership, judged on its own',
     'accelerators_filter': "the flavor's device profile",
     'routed_networks_filter': "the server's networks",
     'remote_managed_ports_filter': "the server's ports",
@@ -197,3 +196,33 @@ def original(context, spec, image_meta, is_volume_backed):
     if request.derived is None:
         return None
     return frozenset(request.derived.traits)
+
+
+def forbidden_aggregates(context, spec, image_meta):
+    """The aggregates a boot of ``image_meta`` may not use, by nova's code.
+
+    nova's request filter ``isolate_aggregates`` (with ``[scheduler]
+    enable_isolated_aggregate_filtering``) reads the traits the flavor and
+    the image require, asks the API database which aggregates require
+    (``trait:X=required``) others, and adds them to
+    ``requested_destination.forbidden_aggregates``. It is called once, on
+    a clone of the spec carrying the new image: never per image property.
+    With the option off (nova's default) nothing is asked.
+
+    :param context: the request context, to read the API database
+    :param spec: the rebuild's ``nova.objects.RequestSpec``; not changed
+    :param image_meta: the new image's ``nova.objects.ImageMeta``
+    :returns: a frozenset of aggregate UUIDs
+    """
+    if not nova.conf.CONF.scheduler.enable_isolated_aggregate_filtering:
+        return frozenset()
+    clone = spec.obj_clone()
+    clone.image = image_meta
+    # NOTE(founders): a boot starts without a destination; what a persisted
+    # one holds is of another request (the boot of the former image).
+    clone.requested_destination = None
+    request_filter.isolate_aggregates(context, clone)
+    destination = clone.requested_destination
+    if destination is None or 'forbidden_aggregates' not in destination:
+        return frozenset()
+    return frozenset(destination.forbidden_aggregates or ())

@@ -26,8 +26,10 @@ from oslo_log import log as logging
 from nova_image_traits import conf as nit_conf
 from nova_image_traits import decision as nit_decision
 from nova_image_traits import exception
+from nova_image_traits import isolation
 from nova_image_traits import placement
 from nova_image_traits import reasons
+from nova_image_traits.reasons import isolation as isolation_reason
 from nova_image_traits.reasons import wording
 from nova_image_traits import strategies
 from nova_image_traits.strategies import base
@@ -130,7 +132,8 @@ def _decide(request, conf, opts, client, result, state):
         result.missing = frozenset(r.trait for r in result.unmet)
         _refuse(result, nit_decision.REJECT, reason)
         return
-    if not asked and not asks.resources:
+    forbidden = request.forbidden_aggregates
+    if not asked and not asks.resources and not forbidden:
         result.detail = reasons.NOTHING_ASKED
         return
 
@@ -143,6 +146,11 @@ def _decide(request, conf, opts, client, result, state):
             global_request_id=request.global_request_id)
         state['session'] = session
         ctx = base.Context(request, required, session, asked)
+        if _breaks_isolation(ctx, forbidden, result):
+            return
+        if not asked and not asks.resources:
+            result.detail = isolation_reason.OUTSIDE
+            return
         if _lacks_resources(ctx, result):
             return
         if not asked:
@@ -209,6 +217,22 @@ def _refusal_before_placement(request, asks, opts):
             tuple(wanted for wanted, _no in pairs))
 
 
+def _breaks_isolation(ctx, forbidden, result):
+    """Refuse a rebuild a boot of the new image could not place here.
+
+    Judged here, before and whatever the strategy, so that every strategy
+    judges it alike; see :mod:`nova_image_traits.isolation`.
+    """
+    if not forbidden:
+        return False
+    found = isolation.breach(ctx, forbidden)
+    if found is None:
+        return False
+    result.providers = tuple(found.providers)
+    _refuse(result, nit_decision.REJECT, isolation_reason.isolated(found))
+    return True
+
+
 def _lacks_resources(ctx, result):
     """Refuse an image that needs resources the server does not hold.
 
@@ -248,14 +272,8 @@ def _held_here(ctx):
     allocations = base.Strategy.held_allocations(ctx)
     if not allocations:
         return None
-    root = ctx.request.compute_node_uuid
-    classes = collections.Counter(
-        rc for res in allocations.values() for rc, n in res.items() if n)
-    twice = any(count > 1 for count in classes.values())
-    if root not in allocations or twice:
-        tree = set(base.Strategy.providers(ctx, [('in_tree', root)], '1.14'))
-        allocations = {rp: res for rp, res in allocations.items()
-                       if rp in tree}
+    allocations = isolation.in_tree_only(ctx, allocations,
+                                         ctx.request.compute_node_uuid)
     held = collections.Counter()
     for amounts in allocations.values():
         held.update(amounts)

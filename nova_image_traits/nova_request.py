@@ -241,7 +241,8 @@ def rebuild_request(context, spec, image_meta, compute_node_uuid, host,
         the request spec's ``is_bfv``, False when it is not set
     :param conf: the ConfigOpts holding ``[image_traits]``; nova's by
         default
-    :returns: a :class:`~nova_image_traits.request.RebuildRequest`
+    :returns: a :class:`~nova_image_traits.request.RebuildRequest`, with
+        the aggregates isolation forbids a boot of the new image
     """
     is_volume_backed = _volume_backed(spec, is_volume_backed)
     if flavor is not None and flavor is not spec.flavor:
@@ -272,4 +273,6 @@ def rebuild_request(context, spec, image_meta, compute_node_uuid, host,
         is_volume_backed=is_volume_backed,
         resources=boot.query, derived=boot.derived,
         original_derived=boot.original,
-        host=host, global_request_id=getattr(context, 'global_id', None))
+        host=host, global_request_id=getattr(context, 'global_id', None),
+        forbidden_aggregates=boot_requirements.forbidden_aggregates(
+            context, spec, image_meta))

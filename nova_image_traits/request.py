@@ -46,6 +46,10 @@ class RebuildRequest:
     :ivar global_request_id: nova's global request id
         (``context.global_id``), sent to placement as
         ``X-OpenStack-Request-ID`` so that its log ties to the nova request
+    :ivar forbidden_aggregates: the aggregates a boot of the new image may
+        not use (nova's ``isolate_aggregates``, with ``[scheduler]
+        enable_isolated_aggregate_filtering``), a frozenset of UUIDs; empty
+        when isolation is off or forbids nothing
     """
     instance_uuid: str
     compute_node_uuid: str
@@ -59,6 +63,7 @@ class RebuildRequest:
     global_request_id: ty.Optional[str] = None
     derived: ty.Optional[nit_requirements.Derived] = None
     original_derived: ty.Optional[frozenset] = None
+    forbidden_aggregates: frozenset = frozenset()
 
     def asks(self):
         """Whether the new image asks anything a decision judges.
@@ -67,6 +72,16 @@ class RebuildRequest:
         nothing and send placement nothing, as nova's own check does.
         """
         return bool(self.image_properties) or bool(self.derived)
+
+    def judged(self):
+        """Whether a decision has anything to judge.
+
+        What the new image asks (:meth:`asks`), or aggregates isolation
+        forbids a boot of it: a new image that asks nothing is exactly what
+        isolation keeps off an isolated host. When neither, the filter, the
+        hook and the pre-check decide nothing.
+        """
+        return self.asks() or bool(self.forbidden_aggregates)
 
     def resource_query(self):
         """The boot query of this server, less the image's requirements.

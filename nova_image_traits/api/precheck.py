@@ -237,7 +237,8 @@ class RebuildPrecheck(nova_wsgi.Middleware):
             context, seen['image_href'])
         image_meta = objects.ImageMeta.from_dict(image)
         if not (nova_request.image_properties_from_image_meta(image_meta) or
-                nova_request.judges_derived(nova.conf.CONF)):
+                nova_request.judges_derived(nova.conf.CONF) or
+                nova.conf.CONF.scheduler.enable_isolated_aggregate_filtering):
             return None
         admin = context.elevated()
         try:
@@ -251,7 +252,7 @@ class RebuildPrecheck(nova_wsgi.Middleware):
             flavor=seen['flavor'],
             orig_sys_metadata=seen['orig_sys_metadata'],
             orig_image_ref=seen['orig_image_ref'], conf=nova.conf.CONF)
-        if not request.asks():
+        if not request.judged():
             return None
         mapping = objects.InstanceMapping.get_by_instance_uuid(
             admin, seen['instance_uuid'])

@@ -30,6 +30,7 @@ import dataclasses
 
 from nova_image_traits import cli
 from nova_image_traits.cli import derive
+from nova_image_traits.cli import isolation as cli_isolation
 from nova_image_traits import exception
 from nova_image_traits import flavor as nit_flavor
 from nova_image_traits import images as nit_images
@@ -147,6 +148,9 @@ class Cloud:
         self.images = nit_images.ImageSource(conn, source)
         #: What nova derives from images, when nova is importable.
         self.deriver = derive.Deriver(conf)
+        #: nova's aggregates, when isolation is on in nova.conf.
+        self.aggregates = (cli_isolation.Aggregates(conn)
+                           if cli_isolation.enabled(conf) else None)
         self._nodes = {}
 
     def _placement_client(self):
@@ -258,10 +262,15 @@ class Cloud:
             original_image_properties=original_props,
             is_volume_backed=image_id(server) is None,
             host=server.compute_host))
+        if self.aggregates is not None:
+            request = dataclasses.replace(
+                request,
+                forbidden_aggregates=self.aggregates.forbidden(request))
         if lookup is None:
             wanted = nit_traits.image_traits(image_props)
             lookup = not wanted.invalid and bool(
-                wanted.required or request.derived)
+                wanted.required or request.derived or
+                request.forbidden_aggregates)
         if not lookup:
             return request
         return dataclasses.replace(

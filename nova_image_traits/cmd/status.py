@@ -38,6 +38,7 @@ from nova_image_traits import series
 from nova_image_traits.status import cloud
 from nova_image_traits.status import conductor
 from nova_image_traits.status import config
+from nova_image_traits.status import isolation
 from nova_image_traits.status import series as series_check
 
 Code = upgradecheck.Code
@@ -137,6 +138,9 @@ class Checks(upgradecheck.UpgradeCommands):
                            'root or nova under /proc).')
         return Result(code, ' '.join(details))
 
+    def _check_isolation(self):
+        return isolation.check(self.conf, self.conductors)
+
     def _check_image_traits(self):
         """Read the images with the connection, or say why there is none."""
         conn = self._connection
@@ -154,6 +158,7 @@ class Checks(upgradecheck.UpgradeCommands):
         ('nova series', _check_nova),
         ('ImageTraitsFilter in the scheduler', _check_filter),
         ('Conductor rebuild hook', _check_conductor),
+        ('Aggregate isolation set alike', _check_isolation),
         ('Image traits known to placement', _check_image_traits),
     )
 

@@ -118,7 +118,7 @@ def validate_image_traits_for_rebuild(self, context, instance, image_ref):
             orig_sys_metadata=rebuild['orig_sys_metadata'],
             orig_image_ref=rebuild['orig_image_ref'],
             is_volume_backed=volume_backed, conf=conf)
-        if not request.asks():
+        if not request.judged():
             LOG.debug('New image %s requires nothing of the host; rebuild '
                       'allowed.', image_ref, instance=instance)
             return

@@ -130,7 +130,7 @@ class ImageTraitsFilter(filters.BaseHostFilter):
         # the image of the request spec (and the instance's image system
         # metadata) with the new one: the original image is unknown here.
         request = _request(spec_obj, host_state.uuid, host_state.host)
-        if not request.asks():
+        if not request.judged():
             # Same shortcut as nova's own check: nothing required, nothing
             # to decide, no placement request.
             return True

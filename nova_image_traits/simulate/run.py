@@ -28,6 +28,7 @@ from keystoneauth1 import token_endpoint
 from oslo_log import log as logging
 
 from nova_image_traits import cli
+from nova_image_traits.cli import isolation as cli_isolation
 from nova_image_traits import placement
 from nova_image_traits.placement import query as pl_query
 from nova_image_traits import request as nit_request
@@ -215,9 +216,22 @@ class SimulatedCloud:
             original_image_properties=scn.by_name('images')[
                 server.image].glance(),
             host=server.host)
-        if self.deriver is None:
+        options = dict(case.scheduler)
+        isolating = options.pop(cli_isolation.OPTION, None)
+        if self.deriver is not None:
+            request = self.deriver.request(request, scheduler=options)
+            if isolating is None:
+                isolating = cli_isolation.enabled(self.deriver.conf)
+        if not (isolating and scn.isolated_aggregates):
             return request
-        return self.deriver.request(request, scheduler=case.scheduler)
+        # NOTE(founders): nova's isolate_aggregates reads the API database;
+        # here the scenario's aggregates stand in for it.
+        pairs = [(self.aggregates[name], {
+            cli_isolation.PREFIX + t: cli_isolation.REQUIRED for t in traits})
+            for name, traits in sorted(scn.isolated_aggregates.items())]
+        return dataclasses.replace(
+            request, forbidden_aggregates=cli_isolation.forbidden(
+                pairs, cli_isolation.required_traits(request)))
 
     def where(self, request):
         """Say where the new image's required traits sit, for the table."""

@@ -154,6 +154,7 @@ class Scenario(_Item):
     description: str
     sharing_providers: list
     hosts: list
+    isolated_aggregates: dict
     flavors: list
     images: list
     servers: list

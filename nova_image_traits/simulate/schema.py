@@ -24,6 +24,7 @@ import jsonschema
 import os_resource_classes
 
 from nova_image_traits.cli import derive
+from nova_image_traits.cli import isolation as cli_isolation
 from nova_image_traits.simulate import loader
 from nova_image_traits import traits as nit_traits
 
@@ -148,12 +149,15 @@ CASE = _record(
                  "``simulate --case``."),
     server=_string('The server to rebuild.'), image=_string('The new image.'),
     description=_TEXT,
-    scheduler=_map({'enum': list(SCHEDULER_OPTIONS)}, {'type': 'boolean'},
-                   "nova's ``[scheduler]`` options for this case, over the "
-                   "configuration's (``--config-file``): "
-                   '``image_metadata_prefilter`` and '
-                   '``query_placement_for_image_type_support``, which '
-                   "decide what nova's image request filters ask."))
+    scheduler=_map({'enum': list(SCHEDULER_OPTIONS) + [
+        cli_isolation.OPTION]}, {'type': 'boolean'},
+        "nova's ``[scheduler]`` options for this case, over the "
+        "configuration's (``--config-file``): "
+        '``image_metadata_prefilter`` and '
+        '``query_placement_for_image_type_support``, which '
+        "decide what nova's image request filters ask, and "
+        '``enable_isolated_aggregate_filtering``, which forbids a boot the '
+        "``isolated_aggregates`` its image and flavor do not require."))
 
 SCHEMA = _record(
     'scenario', ['hosts', 'flavors', 'images', 'servers', 'cases'],
@@ -161,6 +165,12 @@ SCHEMA = _record(
     sharing_providers=_list(SHARING_PROVIDER, 'Providers sharing their '
                             'inventory with the hosts of their aggregates.'),
     hosts=_list(HOST, 'Compute nodes, each the root of a provider tree.'),
+    isolated_aggregates=_map(
+        _string('An aggregate name.'), _list(_TRAIT, 'Its traits.'),
+        "Aggregates isolated for traits: each aggregate's nova metadata "
+        'requires (``trait:X=required``) these traits. They count in the '
+        "cases with nova's ``[scheduler] "
+        'enable_isolated_aggregate_filtering`` on.'),
     flavors=_list(FLAVOR, 'Flavors, with their extra specs.'),
     images=_list(IMAGE, 'Images, with their properties.'),
     servers=_list(SERVER, 'Servers booted on a host with a flavor and an '

@@ -65,6 +65,9 @@ SAMPLE_MATRIX = {
     'image-type-no-prefilter': (A, A, A, A, A, A),
     'memory-encryption': (R, R, R, R, R, R),
     'no-hyperthreading': (R, R, R, R, R, R),
+    'isolated-plain-image': (R, R, R, R, R, R),
+    'isolated-licensed-image': (A, A, A, A, A, A),
+    'isolation-off-plain-image': (A, A, A, A, A, A),
 }
 #: The cases of images without trait: properties, judged by what nova
 #: derives from their other properties.

@@ -94,8 +94,11 @@ class StatusPlacementTest(base.FunctionalTestCase):
         self.assertEqual(
             ['[image_traits] options', 'Placement API version',
              'nova series', 'ImageTraitsFilter in the scheduler',
-             'Conductor rebuild hook', 'Image traits known to placement'],
+             'Conductor rebuild hook', 'Aggregate isolation set alike',
+             'Image traits known to placement'],
             list(checks))
+        self.assertEqual(0, checks['Aggregate isolation set alike'][
+            'result'])
         nova = checks['nova series']
         self.assertEqual(0, nova['result'], nova['details'])
         self.assertIn('series %s' % series.of_nova(
