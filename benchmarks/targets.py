@@ -176,8 +176,7 @@ def target_audit(results):
 
 
 def target_precheck(results):
-    """The pre-check adds <= 10% to nova's accepted rebuild; a refusal
-    costs no more than nova's acceptance."""
+    """The pre-check: <= 1.1x nova's accepted rebuild; refusals cheaper."""
     name = ('pre-check <= %gx nova\'s accepted POST rebuild, refusal <= '
             'nova\'s acceptance' % MAX_PRECHECK_RATIO)
     pre = results.get('precheck') or {}

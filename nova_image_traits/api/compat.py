@@ -121,8 +121,7 @@ def verify(api_cls=None, controller_cls=None):
 
 
 def _verify_source(body):
-    """The first write comes after every value read, and nothing writes
-    before it."""
+    """Every value read is set before the first write; nothing writes."""
     try:
         source = inspect.getsource(body)
     except (OSError, TypeError):

@@ -119,7 +119,8 @@ def check_precheck(conf):
         code = Code.FAILURE
         details.append('%s [image_traits] precheck_on_unsupported_nova = '
                        '%s.' % (e.message,
-                                conf.image_traits.precheck_on_unsupported_nova))
+                                conf.image_traits
+                                .precheck_on_unsupported_nova))
     if not problems:
         details.insert(0, '%s has the pre-check after the request context '
                           'in every compute pipeline.' % path)

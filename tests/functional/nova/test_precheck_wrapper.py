@@ -18,9 +18,9 @@ running nova.
 
 import fixtures
 
-from nova import objects
 from nova.compute import api as compute_api
 from nova.image import glance
+from nova import objects
 from nova.tests import fixtures as nova_fixtures
 from nova.tests.functional.api import client as api_client
 
