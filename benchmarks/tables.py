@@ -199,10 +199,15 @@ def precheck_rows(results):
         ['accepted (202), nova alone', rounds,
          _fmt(pre['accepted_without_ms']), '1'],
         ['accepted (202), decided by the pre-check', rounds,
-         _fmt(pre['accepted_with_ms']), _fmt(pre.get('ratio'))],
+         _fmt(pre['accepted_with_ms']), _fmt(pre.get('ratio'), 2)],
         ['added by the pre-check', '-', _fmt(pre['added_ms']), '-'],
         ['refused by the pre-check (400)', rounds,
-         _fmt(pre['refused_ms']), _fmt(pre.get('refused_ratio'))]])
+         _fmt(pre['refused_ms']), _fmt(pre.get('refused_ratio'), 2)],
+        ["of which placement's own server CPU, in nova-api's process here",
+         rounds, _fmt(pre.get('placement_cpu_ms')), '-'],
+        ['decided, less placement\'s server CPU (placement elsewhere, '
+         'estimated)', rounds, '-',
+         _fmt(pre.get('ratio_placement_elsewhere'), 2)]])
 
 
 def growth_property(results, strategy='in_tree_candidates'):
