@@ -17,6 +17,7 @@ running nova.
 """
 
 import fixtures
+from oslo_utils import uuidutils
 
 from nova.compute import api as compute_api
 from nova.image import glance
@@ -38,20 +39,26 @@ ABSENT = test_precheck.ABSENT
 class VolumeBackedPrecheckTest(test_precheck._PrecheckBase):
     """A 2.93 reimage of a volume-backed server, decided in nova-api."""
 
+    #: The root volume, and the imageRef the server is created with.
+    VOLUME = nova_fixtures.CinderFixture.IMAGE_BACKED_VOL
+    IMAGE_REF = None
+
     def setUp(self):
         super().setUp()
         self.cinder = self.useFixture(nova_fixtures.CinderFixture(self))
         self.api.microversion = '2.93'
-        self.server = self.api.post_server({'server': {
+        server = {
             'flavorRef': self.flavor, 'name': 'bfv', 'networks': 'none',
             'block_device_mapping_v2': [{
                 'boot_index': 0, 'source_type': 'volume',
-                'destination_type': 'volume',
-                'uuid': nova_fixtures.CinderFixture.IMAGE_BACKED_VOL}]}})
+                'destination_type': 'volume', 'uuid': self.VOLUME}]}
+        if self.IMAGE_REF:
+            server['imageRef'] = self.IMAGE_REF
+        self.server = self.api.post_server({'server': server})
         self.server = self.wait_until_settled(self.server)
         self.assertEqual('ACTIVE', self.server['status'])
         self.before = self._read_back()
-        self.assertEqual('', self.before[0])
+        self.assertEqual(self.IMAGE_REF or '', self.before[0])
 
     def test_refused_reimage_leaves_the_server_untouched(self):
         resp = self._rebuild_refused(self.create_image(required=ABSENT))
@@ -89,6 +96,35 @@ class VolumeBackedPrecheckTest(test_precheck._PrecheckBase):
         self._nova_goes_on(test_refusal.VOLUME_IMAGE)
         self.assertNotIn('Rebuild image traits decision',
                          self.stdlog.logger.output)
+
+
+class VolumeWithoutImagePrecheckTest(test_precheck._PrecheckBase):
+    """A root volume with no image: nova's current image is None."""
+
+    def setUp(self):
+        super().setUp()
+        self.cinder = self.useFixture(nova_fixtures.CinderFixture(self))
+        self.api.microversion = '2.93'
+        self.server = self.wait_until_settled(self.api.post_server(
+            {'server': {
+                'flavorRef': self.flavor, 'name': 'bfv', 'networks': 'none',
+                'block_device_mapping_v2': [{
+                    'boot_index': 0, 'source_type': 'volume',
+                    'destination_type': 'volume',
+                    'uuid': uuidutils.generate_uuid()}]}}))
+        self.assertEqual('ACTIVE', self.server['status'])
+        self.before = self._read_back()
+
+    def test_refused_reimage_leaves_the_server_untouched(self):
+        resp = self._rebuild_refused(self.create_image(required=ABSENT))
+        self.assertEqual(400, resp.status_code, resp.text)
+        self.assertEqual(self.before, self._read_back())
+
+
+class VolumeWithImageRefPrecheckTest(VolumeBackedPrecheckTest):
+    """Created from a volume with an imageRef: image_ref is not empty."""
+
+    IMAGE_REF = test_refusal.VOLUME_IMAGE
 
 
 class LegacyV2PrecheckTest(test_precheck._PrecheckBase):
