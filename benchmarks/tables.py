@@ -194,14 +194,20 @@ def precheck_rows(results):
     pre = results.get('precheck') or {}
     if pre.get('status') != 'measured':
         return (['pre-check'], [[pre.get('status', 'not measured')]])
-    return (['POST rebuild', 'runs', 'median ms'], [
-        ['accepted (202), without the pre-check', pre['runs'],
-         _fmt(pre['accepted_without_ms'])],
-        ['accepted (202), with the pre-check', pre['runs'],
-         _fmt(pre['accepted_with_ms'])],
-        ['added by the pre-check', '-', _fmt(pre['added_ms'])],
-        ['refused by the pre-check (400)', pre['runs'],
-         _fmt(pre['refused_ms'])]])
+    rounds = pre.get('rounds', pre['runs'])
+    return (['POST rebuild', 'runs', 'median ms', 'median paired ratio'], [
+        ['accepted (202), nova alone', rounds,
+         _fmt(pre['accepted_without_ms']), '1'],
+        ['accepted (202), decided by the pre-check', rounds,
+         _fmt(pre['accepted_with_ms']), _fmt(pre.get('ratio'), 2)],
+        ['added by the pre-check', '-', _fmt(pre['added_ms']), '-'],
+        ['refused by the pre-check (400)', rounds,
+         _fmt(pre['refused_ms']), _fmt(pre.get('refused_ratio'), 2)],
+        ["of which placement's own server CPU, in nova-api's process here",
+         rounds, _fmt(pre.get('placement_cpu_ms')), '-'],
+        ['decided, less placement\'s server CPU (placement elsewhere, '
+         'estimated)', rounds, '-',
+         _fmt(pre.get('ratio_placement_elsewhere'), 2)]])
 
 
 def growth_property(results, strategy='in_tree_candidates'):

@@ -37,6 +37,12 @@ MAX_GROWTH = 1.2
 MAX_OVERHEAD = 1.2
 #: Audit requests may grow at most this much faster than hosts.
 MAX_AUDIT_SLOPE = 1.5
+#: The pre-check: at most this times nova's accepted POST rebuild ...
+MAX_PRECHECK_RATIO = 1.1
+#: ... and a refusal at most this times nova's own acceptance ...
+MAX_REFUSAL_RATIO = 1.0
+#: ... median over at least this many alternating rounds.
+MIN_PRECHECK_ROUNDS = 15
 
 
 def _target(name, cells, failures, detail):
@@ -169,12 +175,34 @@ def target_audit(results):
                    'and hosts grow' % MAX_AUDIT_SLOPE)
 
 
+def target_precheck(results):
+    """The pre-check: <= 1.1x nova's accepted rebuild; refusals cheaper."""
+    name = ('pre-check <= %gx nova\'s accepted POST rebuild, refusal <= '
+            'nova\'s acceptance' % MAX_PRECHECK_RATIO)
+    pre = results.get('precheck') or {}
+    if pre.get('status') != 'measured' or 'ratio' not in pre:
+        return _target(name, None, [], pre.get('detail', 'not measured'))
+    failures = []
+    if pre['rounds'] < MIN_PRECHECK_ROUNDS:
+        failures.append('%d rounds, fewer than %d' % (
+            pre['rounds'], MIN_PRECHECK_ROUNDS))
+    if pre['ratio'] > MAX_PRECHECK_RATIO:
+        failures.append('accepted: %.2fx' % pre['ratio'])
+    if pre['refused_ratio'] > MAX_REFUSAL_RATIO:
+        failures.append('refused: %.2fx' % pre['refused_ratio'])
+    return _target(name, 2, failures,
+                   'median of %d alternating rounds\' paired ratios: '
+                   'accepted %.2fx, refused %.2fx' % (
+                       pre['rounds'], pre['ratio'], pre['refused_ratio']))
+
+
 def evaluate(results):
     """Return every target's verdict."""
     from benchmarks import derive  # nova: imported when used
     return [check(results) for check in (
         target_requests, target_nova_ratio, target_create_path,
-        target_growth, target_overhead, target_audit)] + [
+        target_growth, target_overhead, target_audit,
+        target_precheck)] + [
         derive.target(results, sys.modules[__name__])]
 
 

@@ -35,6 +35,7 @@ from nova_image_traits import conf as nit_conf
 from nova_image_traits import exception
 from nova_image_traits import placement
 from nova_image_traits import series
+from nova_image_traits.status import api as api_check
 from nova_image_traits.status import cloud
 from nova_image_traits.status import conductor
 from nova_image_traits.status import config
@@ -141,6 +142,9 @@ class Checks(upgradecheck.UpgradeCommands):
     def _check_isolation(self):
         return isolation.check(self.conf, self.conductors)
 
+    def _check_precheck(self):
+        return api_check.check_precheck(self.conf)
+
     def _check_image_traits(self):
         """Read the images with the connection, or say why there is none."""
         conn = self._connection
@@ -159,6 +163,7 @@ class Checks(upgradecheck.UpgradeCommands):
         ('ImageTraitsFilter in the scheduler', _check_filter),
         ('Conductor rebuild hook', _check_conductor),
         ('Aggregate isolation set alike', _check_isolation),
+        ('nova-api pre-check', _check_precheck),
         ('Image traits known to placement', _check_image_traits),
     )
 
@@ -184,6 +189,7 @@ def register_opts(conf, checks):
     """Register every option the command reads, and its sub-command."""
     nit_conf.register_opts(conf)
     config.register_opts(conf)
+    api_check.register_opts(conf)
     ks_loading.register_session_conf_options(conf, 'glance')
     ks_loading.register_auth_conf_options(conf, 'glance')
 

@@ -221,6 +221,26 @@ nova, before the conductor starts. Either way, nothing of nova is changed
 when the hook cannot be installed. The scheduler filter does not depend on
 these internals and keeps working.
 """),
+    cfg.StrOpt(
+        'precheck_on_unsupported_nova',
+        default='run_without_precheck',
+        choices=[
+            ('run_without_precheck',
+             'Start nova-api without the pre-check, and log a CRITICAL '
+             'message once saying so: the conductor hook decides every '
+             'rebuild, and refuses by putting the server in ERROR.'),
+            ('refuse_to_start',
+             'Fail the loading of the api-paste.ini pipeline, so that '
+             'nova-api does not start.'),
+        ],
+        help="""
+What nova-api does when the ``image_traits_precheck`` paste filter is in
+its pipeline and the running nova lacks an internal the pre-check relies on
+(``nova.compute.api.API.rebuild`` changed: a nova release this version of
+nova-image-traits does not know). Either way, nothing of nova is changed
+when the pre-check cannot be installed. ``nova-image-traits-status upgrade
+check`` reports it.
+"""),
 ]
 
 

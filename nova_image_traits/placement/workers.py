@@ -92,8 +92,21 @@ class Workers:
         left = wait()
         if left <= 0 or not self._slots.acquire(timeout=left):
             raise Abandoned('slot')
-        box = {}
-        done = threading.Event()
+        return self._run(func).result(max(0.0, wait()) + grace)
+
+    def submit(self, func):
+        """Start ``func()`` in a worker and return at once.
+
+        :returns: a :class:`Pending`, or None when every thread is busy
+            (the caller then does the work itself, or goes without)
+        """
+        if not self._slots.acquire(blocking=False):
+            return None
+        return self._run(func)
+
+    def _run(self, func):
+        # The caller holds a slot.
+        pending = Pending()
         with self._lock:
             if self._idle:
                 self._idle -= 1
@@ -107,12 +120,8 @@ class Workers:
                     self._slots.release()
                     raise
                 self.started += 1
-        self._tasks.put((func, box, done))
-        if not done.wait(max(0.0, wait()) + grace):
-            raise Abandoned('answer')
-        if 'error' in box:
-            raise box['error']
-        return box['result']
+        self._tasks.put((func, pending.box, pending.done))
+        return pending
 
     def _work(self):
         tasks, lock, slots = self._tasks, self._lock, self._slots
@@ -128,3 +137,23 @@ class Workers:
                 self._idle += 1
             slots.release()
             done.set()
+
+
+class Pending:
+    """The answer of a call handed to a worker, once it is there."""
+
+    def __init__(self):
+        self.box = {}
+        self.done = threading.Event()
+
+    def result(self, timeout):
+        """Return what the call returned, or raise what it raised.
+
+        :param timeout: seconds to wait for it at most
+        :raises: Abandoned when it is not there in time
+        """
+        if not self.done.wait(max(0.0, timeout)):
+            raise Abandoned('answer')
+        if 'error' in self.box:
+            raise self.box['error']
+        return self.box['result']

@@ -95,6 +95,7 @@ class StatusPlacementTest(base.FunctionalTestCase):
             ['[image_traits] options', 'Placement API version',
              'nova series', 'ImageTraitsFilter in the scheduler',
              'Conductor rebuild hook', 'Aggregate isolation set alike',
+             'nova-api pre-check',
              'Image traits known to placement'],
             list(checks))
         self.assertEqual(0, checks['Aggregate isolation set alike'][
@@ -118,6 +119,56 @@ class StatusPlacementTest(base.FunctionalTestCase):
         self.assertIn('no image service in this test', images['details'])
         # The worst result is the exit code: the image check warns.
         self.assertEqual(1, rc)
+
+    def _paste(self, pipelines):
+        text = ''.join(
+            '[composite:%s]\nuse = call:nova.api.auth:pipeline_factory_v21\n'
+            'keystone = %s\n\n' % (name, pipeline)
+            for name, pipeline in pipelines.items())
+        text += ('[filter:image_traits_precheck]\npaste.filter_factory = '
+                 'nova_image_traits.api.precheck:RebuildPrecheck.factory\n')
+        return write_conf(self, text)
+
+    def test_precheck_after_the_context_everywhere(self):
+        good = ('authtoken keystonecontext image_traits_precheck %s '
+                'osapi_compute_app_v21')
+        paste = self._paste({'v21': good % '',
+                             'legacy': good % 'legacy_v2_compatible'})
+        rc, checks = run_status(self, self.conf(
+            '[wsgi]\napi_paste_config = %s\n' % paste))
+        pre = checks['nova-api pre-check']
+        self.assertEqual(0, pre['result'], pre['details'])
+        self.assertIn('matches the installed nova', pre['details'])
+
+    def test_precheck_before_the_context_or_missing_warns(self):
+        paste = self._paste({
+            'v21': 'authtoken image_traits_precheck keystonecontext '
+                   'osapi_compute_app_v21',
+            'legacy': 'authtoken keystonecontext legacy_v2_compatible '
+                      'osapi_compute_app_v21'})
+        rc, checks = run_status(self, self.conf(
+            '[wsgi]\napi_paste_config = %s\n' % paste))
+        pre = checks['nova-api pre-check']
+        self.assertEqual(1, pre['result'], pre['details'])
+        self.assertIn('composite:v21 keystone has image_traits_precheck '
+                      'before keystonecontext', pre['details'])
+        self.assertIn('composite:legacy keystone has no '
+                      'image_traits_precheck', pre['details'])
+
+    def test_precheck_on_an_unsupported_nova_fails(self):
+        from nova_image_traits.api import compat
+        self.useFixture(fixtures.MockPatchObject(
+            compat, 'verify', side_effect=compat.PrecheckInstallError(
+                version='99.0.0', why='API.rebuild changed')))
+        paste = self._paste({'v21': 'keystonecontext image_traits_precheck '
+                                    'osapi_compute_app_v21'})
+        rc, checks = run_status(self, self.conf(
+            '[wsgi]\napi_paste_config = %s\n' % paste))
+        pre = checks['nova-api pre-check']
+        self.assertEqual(2, pre['result'], pre['details'])
+        self.assertIn('API.rebuild changed', pre['details'])
+        self.assertIn('precheck_on_unsupported_nova = run_without_precheck',
+                      pre['details'])
 
     def test_enabled_but_unavailable_filter_fails(self):
         rc, checks = run_status(self, self.conf(

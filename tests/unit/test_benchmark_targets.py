@@ -131,3 +131,37 @@ class TestPairedRatio(base.TestCase):
         # the change.
         pairs = [(1.1 * scale, 1.0 * scale) for scale in [1.0] * 5 + [3.0] * 6]
         self.assertAlmostEqual(1.1, stats.paired_ratio(pairs))
+
+
+class TestPrecheckTarget(base.TestCase):
+    """The pre-check's cost beside nova's own accepted rebuild."""
+
+    def _precheck(self, **values):
+        pre = {'status': 'measured', 'rounds': targets.MIN_PRECHECK_ROUNDS,
+               'runs': targets.MIN_PRECHECK_ROUNDS, 'ratio': 1.05,
+               'refused_ratio': 0.6, 'accepted_without_ms': 170.0,
+               'accepted_with_ms': 178.0, 'added_ms': 8.0,
+               'refused_ms': 100.0}
+        pre.update(values)
+        return targets.target_precheck({'precheck': pre})
+
+    def test_not_measured_is_pending(self):
+        for results in ({}, {'precheck': {'status': 'failed',
+                                          'detail': ['timed out']}}):
+            verdict = targets.target_precheck(results)
+            self.assertEqual('pending', verdict['status'])
+            self.assertEqual([verdict], targets.missed([verdict]))
+
+    def test_within_both_limits_passes(self):
+        self.assertEqual('pass', self._precheck()['status'])
+        self.assertEqual('pass', self._precheck(ratio=1.1,
+                                                refused_ratio=1.0)['status'])
+
+    def test_each_limit_and_too_few_rounds_fail(self):
+        for values, failure in (
+                ({'ratio': 1.2}, 'accepted: 1.20x'),
+                ({'refused_ratio': 1.3}, 'refused: 1.30x'),
+                ({'rounds': 3}, '3 rounds, fewer than 15')):
+            verdict = self._precheck(**values)
+            self.assertEqual('fail', verdict['status'], values)
+            self.assertEqual([failure], verdict['failures'])

@@ -26,7 +26,8 @@ from tests.unit import base
 OPTIONS = {'strategy', 'fallback_strategy', 'on_placement_error',
            'decision_timeout', 'max_image_traits', 'max_url_length',
            'judge_derived_requirements',
-           'placement_version_ttl', 'hook_on_unsupported_nova'}
+           'placement_version_ttl', 'hook_on_unsupported_nova',
+           'precheck_on_unsupported_nova'}
 
 
 class ListOptsTest(base.TestCase):

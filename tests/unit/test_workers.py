@@ -156,3 +156,34 @@ class WorkersTest(base.TestCase):
             os._exit(code)
         _pid, status = os.waitpid(pid, 0)
         self.assertEqual(0, os.waitstatus_to_exitcode(status))
+
+
+class SubmitTest(base.TestCase):
+    """A call started now and read later."""
+
+    def setUp(self):
+        super().setUp()
+        self.release = threading.Event()
+        self.addCleanup(self.release.set)
+
+    def test_answer_read_later_from_another_thread(self):
+        pool = workers.Workers(2)
+        pending = pool.submit(threading.get_ident)
+        self.assertNotEqual(threading.get_ident(), pending.result(60))
+        self.assertEqual(1, pool.started)
+
+    def test_error_raised_when_read(self):
+        pool = workers.Workers(1)
+        pending = pool.submit(lambda: {}['missing'])
+        self.assertRaises(KeyError, pending.result, 60)
+
+    def test_every_thread_busy_sends_nothing(self):
+        pool = workers.Workers(1)
+        hung = pool.submit(self.release.wait)
+        self.assertIsNone(pool.submit(lambda: 1))
+        err = self.assertRaises(workers.Abandoned, hung.result, 0.05)
+        self.assertEqual('answer', err.waited_for)
+        self.release.set()
+        self.assertTrue(hung.result(60))
+        # Its slot is free again.
+        self.assertEqual(2, pool.submit(lambda: 2).result(60))

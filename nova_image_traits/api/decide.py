@@ -1,0 +1,143 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""The pre-check's decision, from nova's own values, with reads sent ahead.
+
+:class:`Ahead` starts, as soon as nova's rebuild is called, what a decision
+will read whatever the new image: the compute node's UUID (one database
+read, in the instance's cell) and the placement requests the configured
+strategy starts with (``GET /allocations/{server}`` and the compute node's
+traits). They run in worker threads while nova reads the image from
+Glance, the block device mappings, the request spec and the quotas.
+:func:`decide` then builds the request from the values nova's rebuild holds
+at its first write, and decides; only what was not sent ahead is asked
+then.
+"""
+
+import dataclasses
+
+from oslo_log import log as logging
+
+import nova.conf
+from nova import context as nova_context
+from nova import objects
+
+from nova_image_traits import engine
+from nova_image_traits import nova_request
+from nova_image_traits import placement
+from nova_image_traits.placement import prefetch
+
+LOG = logging.getLogger(__name__)
+CONF = nova.conf.CONF
+
+#: The requests each strategy starts with, whatever the image asks.
+_FIRST_REQUESTS = {
+    'held_providers': ('allocations', 'node_traits'),
+    'allocation_traits': ('allocations',),
+    'in_tree_candidates': ('allocations',),
+    'root_traits': ('node_traits',),
+    'tree_traits': ('node_traits',),
+}
+
+
+def compute_node_uuid(context, instance):
+    """The UUID of the compute node (and resource provider) of ``instance``.
+
+    The instance nova's API read carries a context targeted at its cell;
+    otherwise the instance mapping says which cell.
+    """
+    cctxt = getattr(instance, '_context', None)
+    admin = (cctxt or context).elevated()
+    if getattr(admin, 'cell_uuid', None) and admin.db_connection:
+        return objects.ComputeNode.get_by_host_and_nodename(
+            admin, instance.host, instance.node).uuid
+    mapping = objects.InstanceMapping.get_by_instance_uuid(admin,
+                                                           instance.uuid)
+    with nova_context.target_cell(admin, mapping.cell_mapping) as target:
+        return objects.ComputeNode.get_by_host_and_nodename(
+            target, instance.host, instance.node).uuid
+
+
+class Ahead:
+    """What a decision about ``instance`` reads, started now.
+
+    Nothing here raises: whatever fails is asked again, or fails, when the
+    decision asks for it.
+    """
+
+    def __init__(self, context, instance):
+        self.client = None
+        self._node = None
+        try:
+            opts = CONF.image_traits
+            base = placement.get_client(CONF, opts.decision_timeout)
+            self.client = prefetch.PrefetchingClient(base)
+            first = _FIRST_REQUESTS.get(opts.strategy, ())
+            timeout = opts.decision_timeout
+            grid = getattr(context, 'global_id', None)
+            if 'allocations' in first:
+                self.client.prefetch(
+                    '/allocations/%s' % placement.quote(instance.uuid),
+                    '1.0', timeout, grid)
+
+            def node():
+                uuid = compute_node_uuid(context, instance)
+                if 'node_traits' in first:
+                    self.client.prefetch(
+                        '/resource_providers/%s/traits'
+                        % placement.quote(uuid), '1.6', timeout, grid)
+                return uuid
+            self._node = prefetch.run_ahead(node)
+        except Exception as e:
+            LOG.debug('Nothing of the pre-check of %(uuid)s sent ahead: '
+                      '%(error)s', {'uuid': instance.uuid, 'error': e})
+
+    def node_uuid(self, context, instance):
+        if self._node is not None:
+            return self._node.result(CONF.image_traits.decision_timeout)
+        return compute_node_uuid(context, instance)
+
+
+def decide(context, instance, values, ahead):
+    """Decide the rebuild nova's ``API.rebuild`` is about to write.
+
+    :param values: ``API.rebuild``'s locals at its first write
+        (:data:`.compat.LOCALS`)
+    :param ahead: the :class:`Ahead` started for this rebuild, or None
+    :returns: a :class:`~nova_image_traits.decision.Decision`, or None
+        when there is nothing to decide
+    """
+    image_href = values['image_href']
+    orig_image_ref = values['orig_image_ref']
+    if orig_image_ref == image_href:
+        return None  # the same image: nova checks nothing, nor do we
+    if not instance.host:
+        return None  # never launched: nova answers
+    image_meta = objects.ImageMeta.from_dict(values['image'])
+    if not (nova_request.image_properties_from_image_meta(image_meta) or
+            nova_request.judges_derived(CONF) or
+            CONF.scheduler.enable_isolated_aggregate_filtering):
+        return None
+    # NOTE(nova-image-traits): at the first write nova has changed the
+    # instance's fields, not yet its system metadata.
+    request = nova_request.rebuild_request(
+        context, values['request_spec'], image_meta, None, instance.host,
+        flavor=values['flavor'],
+        orig_sys_metadata=dict(instance.system_metadata),
+        orig_image_ref=orig_image_ref,
+        is_volume_backed=values['is_volume_backed'], conf=CONF)
+    if not request.judged():
+        return None
+    if ahead is None:
+        ahead = Ahead(context, instance)
+    request = dataclasses.replace(
+        request, compute_node_uuid=ahead.node_uuid(context, instance))
+    return engine.decide(request, conf=CONF, client=ahead.client)
