@@ -213,7 +213,8 @@ def _wrap_notify(original):
                 context, instance_uuid, rebuild.get('orig_sys_metadata'),
                 rebuild.get('orig_image_ref'),
                 volume_backed=rebuild[_VOLUME_BACKED],
-                image_ref=rebuild[_IMAGE_REF])
+                image_ref=rebuild[_IMAGE_REF],
+                boot_image_id=refusal.boot_image_id(rebuild.get('bdms')))
         return original(self, context, instance_uuid, method, updates, ex,
                         request_spec)
 

@@ -119,7 +119,7 @@ def _instance_updates(instance, orig_sys_metadata):
 
 
 def restore(context, instance_uuid, orig_sys_metadata, orig_image_ref,
-            volume_backed=False, image_ref=''):
+            volume_backed=False, image_ref='', boot_image_id=None):
     """Return the server to its current image after a refused rebuild.
 
     Nova's API replaced the ``image_*`` system metadata, the fields it
@@ -148,6 +148,9 @@ def restore(context, instance_uuid, orig_sys_metadata, orig_image_ref,
 
     :param image_ref: the server's ``image_ref`` before the rebuild; used
         for a volume-backed server only
+    :param boot_image_id: for a volume-backed server without ``image_ref``,
+        the image its root volume was created from at boot
+        (:func:`boot_image_id`), which its request spec names
     :returns: a :class:`Restoration`; what could not be restored is logged
     """
     restored, missed = [], []
@@ -200,17 +203,35 @@ def restore(context, instance_uuid, orig_sys_metadata, orig_image_ref,
                                      'parts': ', '.join(parts)})
         missed += parts
     if spec_part:
-        done = _restore_spec(context, inst, orig_image_ref)
+        done = _restore_spec(context, inst, orig_image_ref, boot_image_id)
         (restored if done else missed).append(REQUEST_SPEC)
     return Restoration(tuple(restored), tuple(missed))
 
 
-def _restore_spec(context, instance, orig_image_ref):
+def boot_image_id(bdms):
+    """The image a volume-backed server's request spec names since boot.
+
+    Booted without ``imageRef``, nova's API reads the image of a root block
+    device created from an image (``block_device.get_bdm_image_metadata``),
+    with its id; from an existing volume it reads the volume's image
+    metadata, without one. A rebuild does not change the root BDM.
+
+    :param bdms: the ``BlockDeviceMappingList`` nova's API passed
+    :returns: the root BDM's ``image_id``, or None
+    """
+    root = bdms.root_bdm() if bdms else None
+    return root.image_id if root is not None else None
+
+
+def _restore_spec(context, instance, orig_image_ref, boot_image_id):
     """Give the request spec the image of ``instance``; True when done."""
     try:
         spec = objects.RequestSpec.get_by_instance_uuid(context,
                                                         instance.uuid)
-        spec.image = objects.ImageMeta.from_instance(instance)
+        image = objects.ImageMeta.from_instance(instance)
+        if boot_image_id and not instance.image_ref:
+            image.id = boot_image_id
+        spec.image = image
         spec.save()
     except Exception:
         LOG.exception('The rebuild of instance %(instance)s was refused, '

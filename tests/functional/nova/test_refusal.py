@@ -291,6 +291,28 @@ class VolumeBackedRefusalTest(_RestoreCaseBase):
         self.assertEqual('', server['image'])
 
 
+    def test_spec_keeps_the_image_its_volume_was_created_from(self):
+        # Booted with a root volume created from an image, nova's API names
+        # that image in the request spec (get_bdm_image_metadata); the
+        # restored spec names it again.
+        server = self.api.post_server({'server': {
+            'flavorRef': self.flavor, 'name': 'bfv-image',
+            'networks': 'none',
+            'block_device_mapping_v2': [{
+                'boot_index': 0, 'source_type': 'image',
+                'destination_type': 'volume', 'volume_size': 1,
+                'uuid': self.old_image}]}})
+        server = self.wait_until_settled(server)
+        self.assertEqual('ACTIVE', server['status'])
+        before = read_back(server['id'])
+        self.assertEqual('', before['image_ref'])
+        self.assertEqual(self.old_image, before['spec_image'])
+        new_image = self.create_image(required=[ABSENT])
+        server = self.rebuild(server, new_image)
+        wait_for_log(self, 'Rebuild to image %s refused by' % new_image)
+        self.assertEqual('ERROR', server['status'])
+        self.assertEqual(before, read_back(server['id']))
+
 class PartialRestoreTest(_RestoreCaseBase):
     """What could not be restored is reported, part by part."""
 
