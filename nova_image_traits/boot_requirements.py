@@ -121,8 +121,9 @@ def derive(context, spec, image_meta, is_volume_backed, judge=True,
     :param image_meta: the new image's ``nova.objects.ImageMeta``
     :param is_volume_backed: whether the root disk is a volume
     :param judge: derive requirements (``[image_traits]
-        judge_derived_requirements``); else only ``ResourceRequest``'s
-        query is built, without the request filters, as before the option
+        judge_derived_requirements``); else the query is nova's
+        ``ResourceRequest``'s without the request filters, less the
+        traits it derives from the image, which are not judged
     :param attribute: find the image property each requirement comes
         from, when first read (:class:`~.sources.Sources`)
     :param current: a callable returning the current image's
@@ -144,7 +145,10 @@ def derive(context, spec, image_meta, is_volume_backed, judge=True,
                      'error': '%s: %s' % (type(e).__name__, e)})
         return BootRequest(None, None)
     if not judge:
-        return BootRequest(new.query, None)
+        # NOTE(founders): trait: properties only, for every strategy:
+        # in_tree_candidates sends this query, so what ResourceRequest
+        # derives from the image (vTPM, secure boot...) is left out of it.
+        return BootRequest(_added(asked, new, image_meta, False)[0], None)
     if new.refusal:
         query, derived = new.query, reqs.Derived(
             refusal=new.refusal, filters=asked.names)

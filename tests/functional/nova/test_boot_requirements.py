@@ -134,14 +134,24 @@ class DeriveTest(testtools.TestCase):
              'transform_image_metadata>'],
             self.logged(self.derive(props, bfv=True)))
 
-    def test_switched_off_asks_resource_request_only(self):
+    def test_switched_off_asks_trait_properties_only(self):
         self.conf.config(image_metadata_prefilter=True, group='scheduler')
-        boot = self.derive(dict(VTPM, hw_disk_bus='scsi'), judge=False)
+        boot = self.derive(dict(VTPM, hw_disk_bus='scsi'), judge=False,
+                           extra_specs={'trait:CUSTOM_F': 'required'})
         self.assertIsNone(boot.derived)
-        # As before the option: nova's ResourceRequest, no request filter.
+        # Neither a request filter's nor ResourceRequest's traits of the
+        # image are in the query in_tree_candidates sends; the flavor's are.
         self.assertEqual(frozenset(), boot.query.root_required)
-        self.assertIn('COMPUTE_SECURITY_TPM_2_0',
-                      boot.query.unsuffixed.required)
+        self.assertEqual(frozenset(['CUSTOM_F']),
+                         boot.query.unsuffixed.required)
+
+    def test_switched_off_keeps_the_resources_a_boot_asks(self):
+        # A rebuild keeps the server's allocations: the query asks what
+        # they hold, so that the strategy can find them.
+        boot = self.derive(dict(UEFI, hw_mem_encryption='true'),
+                           judge=False)
+        self.assertEqual(1, boot.query.unsuffixed.resources.get(
+            'MEM_ENCRYPTION_CONTEXT'))
 
     def test_the_callers_objects_are_left_alone(self):
         spec, image = _spec(dict(VTPM, **{'trait:CUSTOM_X': 'required'}))

@@ -149,6 +149,42 @@ class HookTest(_DerivedBase):
         self.assertIn('vTPM', exc.response.text)
 
 
+class SwitchedOffTest(_DerivedBase):
+    """``judge_derived_requirements = False``: ``trait:`` properties only.
+
+    With every strategy: ``in_tree_candidates`` sends placement the boot's
+    query less what nova derives from the image.
+    """
+
+    def setUp(self):
+        super().setUp()
+        hook.install()
+        self.addCleanup(hook.uninstall)
+        # NOTE(founders): reject refuses the image's trait, which the
+        # current image did not ask: it must not be the one deciding.
+        self.set_image_traits_opts(judge_derived_requirements=False,
+                                   strategy='in_tree_candidates',
+                                   fallback_strategy='reject')
+        self.add_traits(self.root, [GOLD])
+
+    def test_in_tree_candidates_asks_no_derived_trait(self):
+        server = self.rebuild(self.server,
+                              self.create_image(required=[GOLD], **VTPM))
+        self.assertEqual('ACTIVE', server['status'],
+                         self.fault_message(server))
+        self.assertIn('strategy=in_tree_candidates fallback=-',
+                      self.stdlog.logger.output)
+
+    def test_in_tree_candidates_still_judges_trait_properties(self):
+        self.set_traits(self.root, [])
+        server = self.rebuild(self.server,
+                              self.create_image(required=[GOLD], **VTPM))
+        self.assertEqual('ERROR', server['status'])
+        self.assertIn(GOLD, self.fault_message(server))
+        self.assertIn('strategy=in_tree_candidates fallback=-',
+                      self.stdlog.logger.output)
+
+
 class AttributionOnRefusalTest(_DerivedBase):
     """Which property asks what is found for a refusal's reason only.
 
