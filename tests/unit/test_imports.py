@@ -170,10 +170,11 @@ class NoNovaImportAnywhereTest(base.TestCase):
 
     #: Inside the one function that needs nova, and only when it is
     #: installed: the command that derives with nova's own code
-    #: (``CommandLineTest``), and the status check that verifies the
-    #: conductor hook against the installed nova.
+    #: (``CommandLineTest``), and the status checks that verify the
+    #: conductor hook and the derivation against the installed nova.
     USES_NOVA_WHEN_THERE = ('nova_image_traits.cli.derive',
-                            'nova_image_traits.cmd.status')
+                            'nova_image_traits.cmd.status',
+                            'nova_image_traits.status.derivation')
 
     def _reaching(self, name):
         return sorted(m for m in _every_import(name)
