@@ -22,7 +22,9 @@ judge everything such a boot would ask.
 Only what the image adds counts: the same is asked for an image without
 properties, and whatever that asks too (the flavor's own traits and
 resources) is left out. Each requirement keeps its source, the image
-property it disappears without.
+property it disappears without, worked out only when a refusal's reason
+or the command line reads it (:mod:`nova_image_traits.sources`): an
+accepted rebuild runs nova's request filters on the new image once.
 """
 
 from oslo_log import log as logging
@@ -33,6 +35,7 @@ from nova.scheduler import request_filter
 from nova_image_traits import attribution
 from nova_image_traits import boot_query
 from nova_image_traits import requirements as reqs
+from nova_image_traits import sources as nit_sources
 
 LOG = logging.getLogger(__name__)
 
@@ -117,9 +120,11 @@ def derive(context, spec, image_meta, is_volume_backed, judge=True,
     :param image_meta: the new image's ``nova.objects.ImageMeta``
     :param is_volume_backed: whether the root disk is a volume
     :param judge: derive requirements (``[image_traits]
-        judge_derived_requirements``); else only ``ResourceRequest``'s
-        query is built, without the request filters, as before the option
-    :param attribute: find the image property each requirement comes from
+        judge_derived_requirements``); else the query is nova's
+        ``ResourceRequest``'s without the request filters, less the
+        traits it derives from the image, which are not judged
+    :param attribute: find the image property each requirement comes
+        from, when first read (:class:`~.sources.Sources`)
     :param current: a callable returning the current image's
         ``nova.objects.ImageMeta`` (or None when unknown), or None not to
         derive the current image; called once, only when the new image
@@ -139,7 +144,10 @@ def derive(context, spec, image_meta, is_volume_backed, judge=True,
                      'error': '%s: %s' % (type(e).__name__, e)})
         return BootRequest(None, None)
     if not judge:
-        return BootRequest(new.query, None)
+        # NOTE(founders): trait: properties only, for every strategy:
+        # in_tree_candidates sends this query, so what ResourceRequest
+        # derives from the image (vTPM, secure boot...) is left out of it.
+        return BootRequest(_added(asked, new, image_meta, False)[0], None)
     if new.refusal:
         query, derived = new.query, reqs.Derived(
             refusal=new.refusal, filters=asked.names)
@@ -166,18 +174,18 @@ def _added(asked, new, image_meta, attribute):
         traits = {t for t in new.traits if variants.lose(t)}
         more = {rc: n for rc, n in new.resources.items()
                 if variants.lose(rc, n)}
-    sources = variants.sources(traits, more) if (
-        attribute and (traits or more)) else {}
+    found = nit_sources.Attribution(lambda: variants.sources(traits, more))
+
+    def sources(key):
+        return nit_sources.Sources(found, key) if attribute else ()
     derived = reqs.Derived(
         traits=tuple(sorted(
             reqs.Requirement(trait, scope, forbidden,
-                             sources=sources.get((trait, scope, forbidden),
-                                                 ()),
+                             sources=sources((trait, scope, forbidden)),
                              via=new.traits[trait, scope, forbidden])
             for trait, scope, forbidden in traits)),
-        resources=tuple(
-            reqs.ResourceNeed(rc, n, sources=sources.get(rc, ()))
-            for rc, n in sorted(more.items())),
+        resources=tuple(reqs.ResourceNeed(rc, n, sources=sources(rc))
+                        for rc, n in sorted(more.items())),
         filters=asked.names)
     return new.query.without(traits), derived
 

@@ -42,6 +42,17 @@ ROOT = 'root'
 IMAGE_PROPERTY = 'image'
 #: ``via`` of what nova's ``ResourceRequest`` derives.
 RESOURCE_REQUEST = 'ResourceRequest'
+#: The cause a log line gives a derived requirement whose sources were
+#: not worked out (an accepted rebuild: see
+#: :class:`~nova_image_traits.sources.Sources`).
+NOT_ATTRIBUTED = '-'
+
+
+def _logged_cause(sources, cause, attribute):
+    """The cause of a log line's token: ``-`` when not worked out."""
+    if not attribute and not getattr(sources, 'known', True):
+        return NOT_ATTRIBUTED
+    return '+'.join(sources) if sources else cause()
 
 
 @dataclasses.dataclass(frozen=True, order=True)
@@ -55,7 +66,9 @@ class Requirement:
     :ivar scope: :data:`UNSUFFIXED` or :data:`ROOT`
     :ivar forbidden: True when the trait must be absent
     :ivar sources: the image properties that cause it, as ``key=value``
-        strings; empty when no single property does
+        strings; empty when no single property does. What nova derives
+        has :class:`~nova_image_traits.sources.Sources`, worked out on
+        first read
     :ivar via: :data:`IMAGE_PROPERTY`, :data:`RESOURCE_REQUEST` or the
         name of the nova request filter that adds it
     """
@@ -78,15 +91,18 @@ class Requirement:
             return nit_traits.TRAIT_PREFIX + self.trait
         return 'the new image'
 
-    def logged(self):
+    def logged(self, attribute=True):
         """A compact token for the decision log line, without spaces.
 
         ``[!][root:]TRAIT<cause|via>``, e.g.
         ``root:COMPUTE_STORAGE_BUS_SCSI<hw_disk_bus=scsi|transform_image_metadata>``;
         several sources are joined with ``+``, and anything but letters,
         digits and ``=:._-`` is percent-encoded.
+
+        :param attribute: work out sources not yet known; else their cause
+            reads :data:`NOT_ATTRIBUTED`
         """
-        cause = '+'.join(self.sources) if self.sources else self.cause()
+        cause = _logged_cause(self.sources, self.cause, attribute)
         return '%s%s%s<%s|%s>' % (
             '!' if self.forbidden else '',
             'root:' if self.scope == ROOT else '',
@@ -99,19 +115,20 @@ class ResourceNeed:
 
     :ivar resource_class: e.g. ``MEM_ENCRYPTION_CONTEXT``
     :ivar amount: what the boot of the new image asks in all
-    :ivar sources: the image properties that cause it (``key=value``)
+    :ivar sources: the image properties that cause it (``key=value``),
+        as :attr:`Requirement.sources`
     """
     resource_class: str
     amount: int
-    sources: tuple = ()
+    sources: tuple = dataclasses.field(default=(), compare=False)
 
     def cause(self):
         return ', '.join(self.sources) or 'the new image'
 
-    def logged(self):
+    def logged(self, attribute=True):
         """``CLASS:amount<cause>`` for the decision log line."""
-        return '%s:%d<%s>' % (self.resource_class, self.amount,
-                              logged('+'.join(self.sources) or 'image'))
+        return '%s:%d<%s>' % (self.resource_class, self.amount, logged(
+            _logged_cause(self.sources, lambda: 'image', attribute)))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -136,6 +153,12 @@ class Derived:
 
     def __bool__(self):
         return bool(self.traits or self.resources or self.refusal)
+
+    def attributed(self):
+        """Work out every source now (the command line); return self."""
+        for item in self.traits + self.resources:
+            tuple(item.sources)
+        return self
 
 
 @dataclasses.dataclass(frozen=True)

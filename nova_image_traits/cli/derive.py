@@ -218,6 +218,10 @@ class Deriver:
                 request.instance_uuid)
         boot = self._nova.derive(None, spec, meta, request.is_volume_backed,
                                  current=current)
+        if boot.derived is not None:
+            # NOTE(founders): the command line shows every source; work them
+            # out now, under this derivation's [scheduler] values.
+            boot.derived.attributed()
         return boot.query, boot.derived, boot.original
 
     def image_request(self, properties, flavor, scheduler=None):

@@ -39,6 +39,7 @@ from nova_image_traits.status import api as api_check
 from nova_image_traits.status import cloud
 from nova_image_traits.status import conductor
 from nova_image_traits.status import config
+from nova_image_traits.status import derivation
 from nova_image_traits.status import isolation
 from nova_image_traits.status import series as series_check
 
@@ -101,6 +102,9 @@ class Checks(upgradecheck.UpgradeCommands):
     def _check_nova(self):
         return series_check.check_nova(series.installed_nova())
 
+    def _check_derivation(self):
+        return derivation.check_derivation()
+
     def _check_conductor(self):
         hooked = [c.pid for c in self.conductors if c.hooked]
         plain = [c.pid for c in self.conductors if not c.hooked]
@@ -160,6 +164,7 @@ class Checks(upgradecheck.UpgradeCommands):
         ('[image_traits] options', _check_options),
         ('Placement API version', _check_placement),
         ('nova series', _check_nova),
+        ("nova's derived requirements", _check_derivation),
         ('ImageTraitsFilter in the scheduler', _check_filter),
         ('Conductor rebuild hook', _check_conductor),
         ('Aggregate isolation set alike', _check_isolation),

@@ -158,8 +158,10 @@ an image that needs resources the server does not hold (such as
 The ``[scheduler]`` options are read where the decision is made: set them
 alike on the scheduler, conductor and API hosts.
 
-Set it to False to judge the image's ``trait:`` properties only, as before
-this option existed.
+Set it to False to judge the image's ``trait:`` properties only, whatever
+the strategy: what nova derives from the image's other properties is then
+neither judged nor asked of placement (``in_tree_candidates`` sends the
+boot's query less those traits, and with the resources a boot asks).
 """),
     cfg.IntOpt(
         'max_image_traits',

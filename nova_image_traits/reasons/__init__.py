@@ -43,9 +43,13 @@ def log_values(decision):
     """The values of :data:`LOG_LINE` for one decision.
 
     The log line is the operator's: it names everything, whoever asked.
+    The image property each derived requirement comes from is worked out
+    for a refusal only (:mod:`nova_image_traits.sources`); an accepted
+    rebuild's line reads ``-`` in its place.
 
     :param decision: a :class:`~nova_image_traits.decision.Decision`
     """
+    attribute = not decision.allowed
     return {'outcome': decision.outcome,
             'allowed': decision.allowed,
             'strategy': decision.strategy,
@@ -61,8 +65,8 @@ def log_values(decision):
             'cause': decision.cause or '-',
             'derived': decision.derived,
             'requirements': ','.join(
-                [r.logged() for r in decision.requirements] +
-                [n.logged() for n in decision.resources]) or '-',
+                [r.logged(attribute) for r in decision.requirements] +
+                [n.logged(attribute) for n in decision.resources]) or '-',
             'detail': decision.detail or '-'}
 
 

@@ -13,6 +13,7 @@
 
 :mod:`nova_image_traits.cmd.status` is the command; the checks live here,
 one module per thing they look at: :mod:`.config` (nova.conf alone),
-:mod:`.conductor` (this host's processes and the installed nova) and
+:mod:`.conductor` (this host's processes and the installed nova),
+:mod:`.derivation` (the installed nova's code deriving requirements) and
 :mod:`.cloud` (placement and the image service).
 """

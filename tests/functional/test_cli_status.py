@@ -37,9 +37,11 @@ import testtools
 from nova_image_traits.cmd import status
 from nova_image_traits import series
 from nova_image_traits.status import conductor
+from nova_image_traits.status import derivation
 from tests.functional import base
 from tests.unit import base as unit_base
 
+Code = derivation.Code
 HOOKED = conductor.HOOKED
 PLAIN = conductor.PLAIN
 
@@ -93,13 +95,16 @@ class StatusPlacementTest(base.FunctionalTestCase):
 
         self.assertEqual(
             ['[image_traits] options', 'Placement API version',
-             'nova series', 'ImageTraitsFilter in the scheduler',
+             'nova series', "nova's derived requirements",
+             'ImageTraitsFilter in the scheduler',
              'Conductor rebuild hook', 'Aggregate isolation set alike',
              'nova-api pre-check',
              'Image traits known to placement'],
             list(checks))
         self.assertEqual(0, checks['Aggregate isolation set alike'][
             'result'])
+        derived = checks["nova's derived requirements"]
+        self.assertEqual(0, derived['result'], derived['details'])
         nova = checks['nova series']
         self.assertEqual(0, nova['result'], nova['details'])
         self.assertIn('series %s' % series.of_nova(
@@ -252,6 +257,70 @@ class StatusConductorTest(base.FunctionalTestCase):
         self.assertEqual(2, hook['result'], hook['details'])
         self.assertIn('_validate_image_traits_for_rebuild', hook['details'])
         self.assertEqual(2, rc)
+
+
+class StatusDerivationTest(testtools.TestCase):
+    """One derivation through the installed nova's code, as a decision's.
+
+    A nova whose internals changed is caught here, before decisions fall
+    back to the image's ``trait:`` properties alone.
+    """
+
+    def setUp(self):
+        super().setUp()
+        import nova.conf
+        from nova.scheduler import request_filter
+        self.scheduler = nova.conf.CONF.scheduler
+        self.request_filter = request_filter
+
+    def check(self):
+        before = (self.scheduler.image_metadata_prefilter,
+                  self.scheduler.query_placement_for_image_type_support)
+        result = derivation.check_derivation()
+        # The prefilters were on for the try only.
+        self.assertEqual(before, (
+            self.scheduler.image_metadata_prefilter,
+            self.scheduler.query_placement_for_image_type_support))
+        return result
+
+    def filters(self, replace):
+        self.useFixture(fixtures.MockPatchObject(
+            self.request_filter, 'ALL_REQUEST_FILTERS',
+            [replace.get(f.__name__, f)
+             for f in self.request_filter.ALL_REQUEST_FILTERS] +
+            replace.get('', [])))
+
+    def test_the_installed_nova_derives_as_expected(self):
+        result = self.check()
+        self.assertEqual(Code.SUCCESS, result.code, result.details)
+        self.assertIn('as expected', result.details)
+
+    def test_resource_request_failing_is_a_failure(self):
+        from nova.scheduler import utils as scheduler_utils
+        self.useFixture(fixtures.MockPatchObject(
+            scheduler_utils.ResourceRequest, 'from_request_spec',
+            side_effect=TypeError('a new argument')))
+        result = self.check()
+        self.assertEqual(Code.FAILURE, result.code)
+        self.assertIn('TypeError: a new argument', result.details)
+        self.assertIn('trait: properties alone', result.details)
+
+    def test_a_prefilter_that_changed_is_a_failure(self):
+        def transform_image_metadata(ctxt, spec):
+            return False
+        self.filters({'transform_image_metadata': transform_image_metadata})
+        result = self.check()
+        self.assertEqual(Code.FAILURE, result.code)
+        self.assertIn('root:COMPUTE_STORAGE_BUS_SCSI from hw_disk_bus=scsi',
+                      result.details)
+
+    def test_an_unknown_request_filter_warns(self):
+        def a_future_filter(ctxt, spec):
+            return False
+        self.filters({'': [a_future_filter]})
+        result = self.check()
+        self.assertEqual(Code.WARNING, result.code)
+        self.assertIn('a_future_filter', result.details)
 
 
 class StatusOldPlacementTest(base.FunctionalTestCase):

@@ -14,6 +14,7 @@
 from nova_image_traits import listing
 from nova_image_traits.reasons import lists
 from nova_image_traits import requirements as reqs
+from nova_image_traits import sources
 from tests.unit import base
 
 TPM = reqs.Requirement('COMPUTE_SECURITY_TPM_2_0',
@@ -73,6 +74,54 @@ class RequirementTest(base.TestCase):
     def test_derived_is_false_when_empty(self):
         self.assertFalse(reqs.Derived(filters=('f',)))
         self.assertTrue(reqs.Derived(refusal='no'))
+
+
+class LazySourcesTest(base.TestCase):
+    """Sources worked out when first read, once for every requirement."""
+
+    def setUp(self):
+        super().setUp()
+        self.calls = []
+
+        def find():
+            self.calls.append(1)
+            return {('X', reqs.ROOT, False): ('hw_disk_bus=scsi',),
+                    'MEM_ENCRYPTION_CONTEXT': ('hw_mem_encryption=true',)}
+        found = sources.Attribution(find)
+        self.scsi = reqs.Requirement('X', reqs.ROOT, sources=sources.Sources(
+            found, ('X', reqs.ROOT, False)), via='transform_image_metadata')
+        self.other = reqs.Requirement('Y', sources=sources.Sources(
+            found, ('Y', reqs.UNSUFFIXED, False)), via='f')
+        self.need = reqs.ResourceNeed('MEM_ENCRYPTION_CONTEXT', 1,
+                                      sources.Sources(
+                                          found, 'MEM_ENCRYPTION_CONTEXT'))
+
+    def test_logged_without_attribution_finds_nothing(self):
+        self.assertEqual('root:X<-|transform_image_metadata>',
+                         self.scsi.logged(attribute=False))
+        self.assertEqual('MEM_ENCRYPTION_CONTEXT:1<->',
+                         self.need.logged(attribute=False))
+        self.assertEqual('<not attributed>', repr(self.scsi.sources))
+        self.assertEqual(self.scsi, reqs.Requirement('X', reqs.ROOT))
+        self.assertEqual([], self.calls)
+
+    def test_found_once_on_first_read(self):
+        self.assertEqual('root:X<hw_disk_bus=scsi|transform_image_metadata>',
+                         self.scsi.logged())
+        self.assertEqual(('hw_disk_bus=scsi',), self.scsi.sources)
+        self.assertEqual((), self.other.sources)
+        self.assertEqual('the new image', self.other.cause())
+        self.assertEqual('hw_mem_encryption=true', self.need.cause())
+        # Once known, a line without attribution names them too.
+        self.assertEqual('root:X<hw_disk_bus=scsi|transform_image_metadata>',
+                         self.scsi.logged(attribute=False))
+        self.assertEqual([1], self.calls)
+
+    def test_the_command_line_finds_them_at_once(self):
+        derived = reqs.Derived(traits=(self.scsi,), resources=(self.need,))
+        self.assertIs(derived, derived.attributed())
+        self.assertEqual([1], self.calls)
+        self.assertTrue(self.scsi.sources.known)
 
 
 class ReasonTest(base.TestCase):

@@ -12,12 +12,15 @@
 """The checks of nova-image-traits-status that read nova.conf or /proc."""
 
 import os
+import sys
 import tempfile
+from unittest import mock
 
 from oslo_upgradecheck import upgradecheck
 
 from nova_image_traits.status import conductor
 from nova_image_traits.status import config
+from nova_image_traits.status import derivation
 from tests.unit import base
 
 Code = upgradecheck.Code
@@ -176,3 +179,13 @@ class ConductorProcessesTest(base.TestCase):
 
     def test_missing_process_table(self):
         self.assertEqual([], conductor.find(os.path.join(self.proc, 'x')))
+
+
+class DerivationCheckTest(base.TestCase):
+    """Without nova, no derivation is tried (tests.functional tries one)."""
+
+    def test_without_nova_says_so(self):
+        with mock.patch.dict(sys.modules, {'nova': None}):
+            result = derivation.check_derivation()
+        self.assertEqual(Code.SUCCESS, result.code)
+        self.assertIn('nova is not installed here', result.details)

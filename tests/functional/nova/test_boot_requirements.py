@@ -12,6 +12,7 @@
 """``boot_requirements.derive`` against nova's own objects and code, and
 how ``nova_request`` calls it."""
 
+import functools
 from unittest import mock
 
 import fixtures
@@ -25,7 +26,9 @@ import testtools
 
 import nova.conf
 from nova_image_traits import boot_requirements
+from nova_image_traits import decision
 from nova_image_traits import nova_request
+from nova_image_traits import reasons
 from nova_image_traits import requirements as reqs
 
 objects.register_all()
@@ -131,14 +134,24 @@ class DeriveTest(testtools.TestCase):
              'transform_image_metadata>'],
             self.logged(self.derive(props, bfv=True)))
 
-    def test_switched_off_asks_resource_request_only(self):
+    def test_switched_off_asks_trait_properties_only(self):
         self.conf.config(image_metadata_prefilter=True, group='scheduler')
-        boot = self.derive(dict(VTPM, hw_disk_bus='scsi'), judge=False)
+        boot = self.derive(dict(VTPM, hw_disk_bus='scsi'), judge=False,
+                           extra_specs={'trait:CUSTOM_F': 'required'})
         self.assertIsNone(boot.derived)
-        # As before the option: nova's ResourceRequest, no request filter.
+        # Neither a request filter's nor ResourceRequest's traits of the
+        # image are in the query in_tree_candidates sends; the flavor's are.
         self.assertEqual(frozenset(), boot.query.root_required)
-        self.assertIn('COMPUTE_SECURITY_TPM_2_0',
-                      boot.query.unsuffixed.required)
+        self.assertEqual(frozenset(['CUSTOM_F']),
+                         boot.query.unsuffixed.required)
+
+    def test_switched_off_keeps_the_resources_a_boot_asks(self):
+        # A rebuild keeps the server's allocations: the query asks what
+        # they hold, so that the strategy can find them.
+        boot = self.derive(dict(UEFI, hw_mem_encryption='true'),
+                           judge=False)
+        self.assertEqual(1, boot.query.unsuffixed.resources.get(
+            'MEM_ENCRYPTION_CONTEXT'))
 
     def test_the_callers_objects_are_left_alone(self):
         spec, image = _spec(dict(VTPM, **{'trait:CUSTOM_X': 'required'}))
@@ -200,6 +213,70 @@ class DeriveTest(testtools.TestCase):
             ['root:COMPUTE_NET_VIF_MODEL_VIRTIO<hw_vif_model=virtio|'
              'transform_image_metadata>'], self.logged(boot))
         self.assertGreater(len(calls), 1)
+
+
+class AttributionWhenReadTest(testtools.TestCase):
+    """Which property a requirement comes from is found only when read.
+
+    Finding it runs nova's request filters once more per image property;
+    an accepted rebuild reads no source, and runs them on its image once.
+    """
+
+    PROPS = dict(VTPM, hw_disk_bus='scsi', hw_vif_model='virtio',
+                 hw_video_model='virtio', hw_cdrom_bus='sata')
+
+    def setUp(self):
+        super().setUp()
+        self.conf = self.useFixture(config_fixture.Config(nova.conf.CONF))
+        self.conf.config(image_metadata_prefilter=True, group='scheduler')
+        self.runs = []
+
+        def counted(func):
+            @functools.wraps(func)
+            def run(ctxt, spec):
+                self.runs.append(dict(spec.image.properties.to_dict()))
+                return func(ctxt, spec)
+            return run
+        self.useFixture(fixtures.MockPatchObject(
+            request_filter, 'ALL_REQUEST_FILTERS',
+            [counted(request_filter.transform_image_metadata)]))
+        spec, self.image = _spec(self.PROPS)
+        self.boot = boot_requirements.derive(
+            nova_context.get_admin_context(), spec, self.image, False)
+
+    def with_the_image(self):
+        """The runs on the whole image (not on a variant of it)."""
+        return [r for r in self.runs if 'hw_disk_bus' in r and
+                'hw_vif_model' in r and 'hw_tpm_version' in r]
+
+    def decision(self, allowed):
+        return decision.Decision(
+            outcome='accept' if allowed else 'reject', allowed=allowed,
+            strategy='held_providers',
+            requirements=self.boot.derived.traits)
+
+    def test_an_accepted_decision_runs_the_filters_on_its_image_once(self):
+        line = reasons.log_values(self.decision(True))['requirements']
+        # The image, and an image without properties (the flavor's own).
+        self.assertEqual(2, len(self.runs))
+        self.assertEqual(1, len(self.with_the_image()))
+        self.assertIn('root:COMPUTE_STORAGE_BUS_SCSI<-|'
+                      'transform_image_metadata>', line)
+        self.assertIn('COMPUTE_SECURITY_TPM_2_0<-|ResourceRequest>', line)
+
+    def test_a_refusal_finds_the_sources_once(self):
+        line = reasons.log_values(self.decision(False))['requirements']
+        self.assertIn('root:COMPUTE_STORAGE_BUS_SCSI<hw_disk_bus=scsi|'
+                      'transform_image_metadata>', line)
+        # The image, an image without properties, and each property left
+        # out once: the four hw_ properties, the architecture nova's image
+        # object reads, and the disk format.
+        ran = len(self.runs)
+        self.assertEqual(2 + len(self.PROPS) + 1, ran)
+        by_trait = {r.trait: r for r in self.boot.derived.traits}
+        self.assertEqual(('hw_vif_model=virtio',),
+                         by_trait['COMPUTE_NET_VIF_MODEL_VIRTIO'].sources)
+        self.assertEqual(ran, len(self.runs))
 
 
 class CurrentImageTest(testtools.TestCase):

@@ -18,6 +18,7 @@ placement for traits and resources the image's ``trait:`` properties do
 not name; nova asks none of it on rebuild.
 """
 
+import fixtures
 from nova.scheduler import request_filter
 from nova.tests.functional.api import client as api_client
 import os_traits
@@ -149,6 +150,97 @@ class HookTest(_DerivedBase):
             self.server['id'], {'rebuild': {'imageRef': self.create_image()}})
         self.assertEqual(400, exc.response.status_code)
         self.assertIn('vTPM', exc.response.text)
+
+
+class SwitchedOffTest(_DerivedBase):
+    """``judge_derived_requirements = False``: ``trait:`` properties only.
+
+    With every strategy: ``in_tree_candidates`` sends placement the boot's
+    query less what nova derives from the image.
+    """
+
+    def setUp(self):
+        super().setUp()
+        hook.install()
+        self.addCleanup(hook.uninstall)
+        # NOTE(founders): reject refuses the image's trait, which the
+        # current image did not ask: it must not be the one deciding.
+        self.set_image_traits_opts(judge_derived_requirements=False,
+                                   strategy='in_tree_candidates',
+                                   fallback_strategy='reject')
+        self.add_traits(self.root, [GOLD])
+
+    def test_in_tree_candidates_asks_no_derived_trait(self):
+        server = self.rebuild(self.server,
+                              self.create_image(required=[GOLD], **VTPM))
+        self.assertEqual('ACTIVE', server['status'],
+                         self.fault_message(server))
+        self.assertIn('strategy=in_tree_candidates fallback=-',
+                      self.stdlog.logger.output)
+
+    def test_in_tree_candidates_still_judges_trait_properties(self):
+        self.set_traits(self.root, [])
+        server = self.rebuild(self.server,
+                              self.create_image(required=[GOLD], **VTPM))
+        self.assertEqual('ERROR', server['status'])
+        self.assertIn(GOLD, self.fault_message(server))
+        self.assertIn('strategy=in_tree_candidates fallback=-',
+                      self.stdlog.logger.output)
+
+
+class AttributionOnRefusalTest(_DerivedBase):
+    """Which property asks what is found for a refusal's reason only.
+
+    Finding it runs nova's request filters once more per image property,
+    and nova's transform_image_metadata logs an ERROR on each run with
+    ``hw_viommu_model`` (nova asks for ``COMPUTE_VIOMMU_<MODEL>``, which
+    os-traits names ``COMPUTE_VIOMMU_MODEL_<MODEL>``).
+    """
+
+    IMAGE = dict(VTPM, hw_viommu_model='intel', hw_disk_bus='scsi',
+                 hw_vif_model='virtio')
+    NOVA_ERROR = "Computed trait name 'COMPUTE_VIOMMU_INTEL' is not valid"
+
+    def setUp(self):
+        super().setUp()
+        hook.install()
+        self.addCleanup(hook.uninstall)
+        self.flags(image_metadata_prefilter=True, group='scheduler')
+        self.runs = []
+        real = request_filter.transform_image_metadata
+
+        def transform_image_metadata(ctxt, spec):
+            self.runs.append(spec.image.properties.get('hw_disk_bus'))
+            return real(ctxt, spec)
+        self.useFixture(fixtures.MockPatchObject(
+            request_filter, 'ALL_REQUEST_FILTERS',
+            [f if f is not real else transform_image_metadata
+             for f in request_filter.ALL_REQUEST_FILTERS]))
+
+    def rebuild_logged(self):
+        """Rebuild to :data:`IMAGE`; return the server and nova's ERRORs."""
+        before = self.stdlog.logger.output.count(self.NOVA_ERROR)
+        server = self.rebuild(self.server, self.create_image(**self.IMAGE))
+        return server, self.stdlog.logger.output.count(
+            self.NOVA_ERROR) - before
+
+    def test_an_accepted_rebuild_derives_its_image_once(self):
+        self.add_traits(self.root, VTPM_TRAITS)
+        server, errors = self.rebuild_logged()
+        self.assertEqual('ACTIVE', server['status'],
+                         self.fault_message(server))
+        # Once on the image, once on an image without properties.
+        self.assertEqual(['scsi', None], self.runs)
+        self.assertEqual(1, errors)
+
+    def test_a_refusal_names_the_property(self):
+        server, errors = self.rebuild_logged()
+        self.assertEqual('ERROR', server['status'])
+        self.assertIn('hw_tpm_version=2.0 needs COMPUTE_SECURITY_TPM_2_0',
+                      self.fault_message(server))
+        # Each property left out once, the image's disk bus kept but once.
+        self.assertGreater(self.runs.count('scsi'), 1)
+        self.assertGreater(errors, 1)
 
 
 class NumberedGroupForbiddenTest(base.ImageTraitsTestBase):
