@@ -290,7 +290,6 @@ class VolumeBackedRefusalTest(_RestoreCaseBase):
         self.assertEqual('ACTIVE', server['status'])
         self.assertEqual('', server['image'])
 
-
     def test_spec_keeps_the_image_its_volume_was_created_from(self):
         # Booted with a root volume created from an image, nova's API names
         # that image in the request spec (get_bdm_image_metadata); the
@@ -312,6 +311,7 @@ class VolumeBackedRefusalTest(_RestoreCaseBase):
         wait_for_log(self, 'Rebuild to image %s refused by' % new_image)
         self.assertEqual('ERROR', server['status'])
         self.assertEqual(before, read_back(server['id']))
+
 
 class PartialRestoreTest(_RestoreCaseBase):
     """What could not be restored is reported, part by part."""
