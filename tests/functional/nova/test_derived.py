@@ -183,7 +183,7 @@ class SwitchedOffTest(_DerivedBase):
         server = self.rebuild(self.server,
                               self.create_image(required=[GOLD], **VTPM))
         self.assertEqual('ERROR', server['status'])
-        self.assertIn(GOLD, self.fault_message(server))
+        self.assertIn(GOLD, self.fault_reason(server))
         self.assertIn('strategy=in_tree_candidates fallback=-',
                       self.stdlog.logger.output)
 
@@ -237,7 +237,7 @@ class AttributionOnRefusalTest(_DerivedBase):
         server, errors = self.rebuild_logged()
         self.assertEqual('ERROR', server['status'])
         self.assertIn('hw_tpm_version=2.0 needs COMPUTE_SECURITY_TPM_2_0',
-                      self.fault_message(server))
+                      self.fault_reason(server))
         # Each property left out once, the image's disk bus kept but once.
         self.assertGreater(self.runs.count('scsi'), 1)
         self.assertGreater(errors, 1)
