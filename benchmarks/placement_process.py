@@ -27,8 +27,6 @@ import threading
 
 
 def serve(connection):
-    from oslo_config import cfg
-    from placement import conf as placement_conf
     from placement import db_api
     from placement import deploy
     from placement import policy
@@ -36,13 +34,8 @@ def serve(connection):
 
     from nova_image_traits.simulate import server
 
-    conf = cfg.ConfigOpts()
-    placement_conf.register_opts(conf)
-    conf.set_override('auth_strategy', 'noauth2', group='api')
-    conf.set_override('connection', connection, group='placement_database')
-    conf.set_override('sync_on_startup', False, group='placement_database')
-    conf([], project='placement', default_config_files=[],
-         default_config_dirs=[])
+    # The simulator's own configuration: no auth, the given database.
+    conf = server._make_conf(connection)
     db_api.configure(conf)
     policy.init(conf, suppress_deprecation_warnings=True)
     app = deploy.loadapp(conf)
