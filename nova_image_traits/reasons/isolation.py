@@ -25,9 +25,14 @@ OUTSIDE = ('the new image requires no traits, and the server is outside '
 def isolated(breach):
     """The reason of a rebuild that would break aggregate isolation.
 
-    The message names no aggregate, trait or provider of the host: every
-    caller, a tenant included, may read it. The detail, for the operator's
-    log line, names the providers and the forbidden aggregates they are in.
+    The message names no aggregate, trait or provider, but it still tells
+    of the host: that it is isolated for something the new image does not
+    require. Refusals are free, so a tenant who could read it would learn
+    the isolating trait by trying images that require ever fewer traits.
+    It is therefore host detail (``names_host``): a caller the policy does
+    not allow reads the same reason as for a missing trait. The detail,
+    for the operator's log line, names the providers and the forbidden
+    aggregates they are in.
 
     :param breach: a :class:`~nova_image_traits.isolation.Breach`
     """
@@ -38,4 +43,5 @@ def isolated(breach):
         'operator.')), 'a boot of the new image may not use %s: %s' % (
             'aggregates ' + ','.join(breach.aggregates),
             '; '.join('%s in %s' % (rp, ','.join(aggs))
-                      for rp, aggs in sorted(breach.providers.items()))))
+                      for rp, aggs in sorted(breach.providers.items()))),
+        names_host=True)

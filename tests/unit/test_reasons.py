@@ -16,8 +16,10 @@ import inspect
 from nova_image_traits import decision as nit_decision
 from nova_image_traits import exception
 from nova_image_traits import flavor as nit_flavor
+from nova_image_traits import isolation
 from nova_image_traits import listing
 from nova_image_traits import reasons
+from nova_image_traits.reasons import isolation as isolation_reasons
 from nova_image_traits.reasons import wording
 from nova_image_traits import request as nit_request
 from nova_image_traits import requirements as reqs
@@ -219,7 +221,11 @@ _WORDINGS = {
         'root lacks it'), True),
     'inconclusive': (lambda: wording.inconclusive(
         (reqs.Requirement(GOLD),), frozenset([GOLD]), 'no answer'), False),
+    'isolated': (lambda: isolation_reasons.isolated(isolation.Breach(
+        {'rp-1': ['agg-1']})), True),
 }
+#: The modules whose public functions word a refusal.
+_WORDING_MODULES = (wording, isolation_reasons)
 
 
 class WordingClassifiedTest(base.TestCase):
@@ -227,9 +233,10 @@ class WordingClassifiedTest(base.TestCase):
 
     def test_every_wording_is_classified(self):
         public = sorted(
-            name for name, func in vars(wording).items()
+            name for module in _WORDING_MODULES
+            for name, func in vars(module).items()
             if inspect.isfunction(func) and not name.startswith('_') and
-            func.__module__ == wording.__name__)
+            func.__module__ == module.__name__)
         self.assertEqual(sorted(_WORDINGS), public)
 
     def test_each_wording_is_read_as_classified(self):

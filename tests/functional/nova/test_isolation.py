@@ -24,6 +24,7 @@ from nova.scheduler import request_filter
 from nova.tests.functional.api import client as api_client
 
 from nova_image_traits.conductor import hook
+from nova_image_traits import reasons
 from tests.functional.nova import base
 
 GOLD = 'CUSTOM_NIT_GOLD'
@@ -117,9 +118,12 @@ class IsolationWithConductorHookTest(_Judged, _IsolationBase):
     def test_refusal_names_no_aggregate(self):
         server = self.rebuild(self.server, self.create_image())
         self.assert_refused(server)
-        message = self.fault_message(server)
-        self.assertIn('reserved for images', message)
-        self.assertNotIn(GOLD, message)
+        # Everyone who sees the server reads the tenant's reason; an
+        # admin reads why in the fault's details, without the trait.
+        self.assertIn(reasons.host_lacks(), self.fault_message(server))
+        detail = self.fault_reason(server)
+        self.assertIn('reserved for images', detail)
+        self.assertNotIn(GOLD, detail)
 
     def test_nova_asked_once_per_decision(self):
         # Never once per image property, as the attribution asks nova.
@@ -154,6 +158,8 @@ class IsolationWithPrecheckTest(_Judged, _IsolationBase):
     def test_refused_with_a_400_and_untouched(self):
         response = self.rebuild_refused(self.create_image())
         self.assertEqual(400, response.status_code)
+        # An admin reads why (a tenant reads what it reads of a missing
+        # trait: test_host_detail), without the aggregate's trait.
         self.assertIn('reserved for images', response.text)
         self.assertNotIn(GOLD, response.text)
         server = self.admin_api.get_server(self.server['id'])
