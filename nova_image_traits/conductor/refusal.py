@@ -148,9 +148,9 @@ def restore(context, instance_uuid, orig_sys_metadata, orig_image_ref,
 
     :param image_ref: the server's ``image_ref`` before the rebuild; used
         for a volume-backed server only
-    :param boot_image_id: for a volume-backed server without ``image_ref``,
-        the image its root volume was created from at boot
-        (:func:`boot_image_id`), which its request spec names
+    :param boot_image_id: for a volume-backed server, the image its root
+        volume was created from at boot (:func:`boot_image_id`), named by
+        the request spec when nova's rebuild read no image of the volume
     :returns: a :class:`Restoration`; what could not be restored is logged
     """
     restored, missed = [], []
@@ -203,7 +203,9 @@ def restore(context, instance_uuid, orig_sys_metadata, orig_image_ref,
                                      'parts': ', '.join(parts)})
         missed += parts
     if spec_part:
-        done = _restore_spec(context, inst, orig_image_ref, boot_image_id)
+        done = _restore_spec(context, inst, orig_image_ref,
+                             (orig_image_ref or boot_image_id)
+                             if volume_backed else None)
         (restored if done else missed).append(REQUEST_SPEC)
     return Restoration(tuple(restored), tuple(missed))
 
@@ -223,14 +225,21 @@ def boot_image_id(bdms):
     return root.image_id if root is not None else None
 
 
-def _restore_spec(context, instance, orig_image_ref, boot_image_id):
-    """Give the request spec the image of ``instance``; True when done."""
+def _restore_spec(context, instance, orig_image_ref, volume_image_id):
+    """Give the request spec the image of ``instance``; True when done.
+
+    :param volume_image_id: for a volume-backed server, the image of its
+        root volume: the one nova's rebuild read (``orig_image_ref``, which
+        an accepted reimage writes into the spec), else the one the volume
+        was created from at boot. Used when the server has no
+        ``image_ref`` (created with one, its spec names that image).
+    """
     try:
         spec = objects.RequestSpec.get_by_instance_uuid(context,
                                                         instance.uuid)
         image = objects.ImageMeta.from_instance(instance)
-        if boot_image_id and not instance.image_ref:
-            image.id = boot_image_id
+        if volume_image_id and not instance.image_ref:
+            image.id = volume_image_id
         spec.image = image
         spec.save()
     except Exception:
