@@ -87,8 +87,19 @@ def undecorated(api_cls):
 def verify(api_cls=None, controller_cls=None):
     """Check every nova internal the pre-check relies on, or raise.
 
-    :raises PrecheckInstallError: naming the first one that changed
+    :raises PrecheckInstallError: naming the first one that changed, or
+        the error the check itself met (a nova too different to inspect)
     """
+    try:
+        _verify(api_cls, controller_cls)
+    except PrecheckInstallError:
+        raise
+    except Exception as e:
+        _fail('checking it failed: %(type)s: %(error)s',
+              type=type(e).__name__, error=e)
+
+
+def _verify(api_cls, controller_cls):
     if api_cls is None:
         from nova.compute import api as compute_api
         api_cls = compute_api.API

@@ -181,4 +181,12 @@ def _verdict(refuse, context, instance, values, ahead):
                     {'uuid': instance.uuid, 'cause': decision.cause,
                      'detail': decision.detail})
         return None
-    return refuse(context, instance, decision)
+    try:
+        return refuse(context, instance, decision)
+    except Exception:
+        # NOTE(nova-image-traits): wording the refusal must not turn it into
+        # nova's 500: nova goes on, and the conductor refuses.
+        LOG.exception('The image traits pre-check refused the rebuild of '
+                      'server %s but could not answer; nova goes on and the '
+                      'conductor decides.', instance.uuid)
+        return None

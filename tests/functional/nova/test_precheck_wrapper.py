@@ -26,6 +26,7 @@ from nova.tests import fixtures as nova_fixtures
 from nova.tests.functional.api import client as api_client
 
 from nova_image_traits.api import compat
+from nova_image_traits.api import policy as api_policy
 from nova_image_traits.api import precheck
 from nova_image_traits.api import rebuild_wrapper
 from nova_image_traits import reasons
@@ -168,6 +169,15 @@ class PrecheckFailurePassesToNovaTest(test_precheck._PrecheckBase):
         # The hook fails the same way, and refuses (on_placement_error).
         self.assertEqual('ERROR', server['status'])
 
+    def test_a_refusal_that_cannot_be_worded_lets_the_conductor_decide(self):
+        self.useFixture(fixtures.MockPatchObject(
+            api_policy, 'refusal_reason', side_effect=RuntimeError('a bug')))
+        image = self.create_image(required=ABSENT)
+        # Not nova's 500: nova-api accepts, and the hook refuses.
+        server = self.rebuild(self.server, image)
+        self.assertIn('could not answer', self.stdlog.logger.output)
+        self.assertEqual('ERROR', server['status'])
+
 
 class PrecheckCostTest(test_precheck._PrecheckBase):
     """An accepted rebuild reads the image once, and saves as nova does."""
@@ -252,3 +262,10 @@ class PrecheckCompatTest(test_precheck._PrecheckBase):
         self.flags(precheck_on_unsupported_nova='refuse_to_start',
                    group='image_traits')
         self.assertRaises(compat.PrecheckInstallError, precheck.install)
+
+    def test_a_check_that_fails_is_an_unsupported_nova(self):
+        self.useFixture(fixtures.MockPatchObject(
+            compat, '_verify_source', side_effect=TypeError('no source')))
+        error = self.assertRaises(compat.PrecheckInstallError,
+                                  compat.verify)
+        self.assertIn('TypeError: no source', str(error))
