@@ -209,7 +209,12 @@ class RebuildWithImageTraitsTest(_ImageTraitsBase):
 
 
 class VolumeBackedReimageRefusalTest(_ImageTraitsBase):
-    """A refused reimage of a volume-backed server, by the conductor."""
+    """A refused reimage of a volume-backed server.
+
+    With the nova-api pre-check, nova-api refuses it with a 400 (it judges
+    the root volume's image as nova's rebuild reads it); without, the
+    conductor does, and the server goes to ERROR.
+    """
 
     # Rebuilding a volume-backed server to a new image (reimage).
     min_microversion = '2.93'
@@ -236,6 +241,18 @@ class VolumeBackedReimageRefusalTest(_ImageTraitsBase):
     def test_refused_reimage_keeps_the_server_volume_backed(self):
         self.assertEqual('', self.servers_client.show_server(
             self.server_id)['server']['image'])
+        if CONF.nova_image_traits.precheck:
+            error = self.assertRaises(lib_exc.BadRequest,
+                                      self.servers_client.rebuild_server,
+                                      self.server_id, self.image_absent)
+            self.assertNotIn(self.absent, str(error))
+            self.assertIn(TENANT_REASON, str(error))
+            server = self.servers_client.show_server(
+                self.server_id)['server']
+            self.assertEqual('ACTIVE', server['status'])
+            self.assertIsNone(server['OS-EXT-STS:task_state'])
+            self.assertEqual('', server['image'])
+            return
         self.servers_client.rebuild_server(self.server_id, self.image_absent)
         server = waiters.wait_for_server_status(
             self.servers_client, self.server_id, 'ERROR',
