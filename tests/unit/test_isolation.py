@@ -157,7 +157,8 @@ class EveryStrategyTest(base.TestCase):
                 self.assertEqual(isolation_reason.CAUSE, result.cause)
                 self.assertEqual([aggs(ROOT)], paths)
                 self.assertEqual(1, result.requests)
-                self.assertFalse(result.names_host)
+                # That the host is isolated is host detail.
+                self.assertTrue(result.names_host)
                 self.assertNotIn(GOLD_AGG, result.message)
                 self.assertIn(GOLD_AGG, result.detail)
                 self.assertEqual((ROOT,), result.providers)
@@ -179,13 +180,13 @@ class EveryStrategyTest(base.TestCase):
                 self.assertTrue(result.allowed)
                 self.assertEqual([], paths)
 
-    def test_reason_names_nothing_of_the_host(self):
+    def test_reason_names_no_aggregate_and_is_host_detail(self):
         reason = isolation_reason.isolated(isolation.Breach(
             {ROOT: [GOLD_AGG]}))
         self.assertNotIn(GOLD_AGG, reason.message)
         self.assertNotIn(ROOT, reason.message)
         self.assertNotIn('CUSTOM', reason.message)
-        self.assertFalse(reason.names_host)
+        self.assertTrue(reason.names_host)
         self.assertIn('%s in %s' % (ROOT, GOLD_AGG), reason.detail)
 
 
