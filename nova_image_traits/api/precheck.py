@@ -43,7 +43,11 @@ conflictingRequest`` only when a retry may change the answer (placement
 was unreachable, timed out or answered with a server error), ``400
 badRequest`` otherwise (the image's traits are missing, forbidden by the
 flavor or malformed; the strategy and its fallback could not decide),
-each with a reason that says what the user can do. When the pre-check
+each with a reason that says what the user can do. The reason names the
+host's detail (the traits it lacks) only to a caller nova's policy rule
+``os_compute_api:image_traits:refusal:host_detail`` allows (admins by
+default; :mod:`.policy`); a tenant reads that the host does not offer what
+the new image requires. When the pre-check
 itself fails (a bug, a misconfiguration of nova-image-traits or of
 placement) nova goes on and the conductor hook decides; the log says why.
 
