@@ -27,6 +27,8 @@ or the command line reads it (:mod:`nova_image_traits.sources`): an
 accepted rebuild runs nova's request filters on the new image once.
 """
 
+import contextlib
+
 from oslo_log import log as logging
 
 import nova.conf
@@ -72,6 +74,31 @@ NOT_ABOUT_THE_IMAGE = {
 }
 
 _warned = set()
+
+
+@contextlib.contextmanager
+def scheduler_options(values):
+    """nova's ``[scheduler]`` options set to ``values`` for a derivation.
+
+    For the command line and the status check, which derive under values
+    of their own. nova's request filters read its global ``CONF``; each
+    option's value is restored afterwards, whether it came from an
+    override or from the configuration, so that a caller in the same
+    process (a test, an embedding tool) sees what it saw before.
+
+    :param values: option name to value
+    """
+    conf = nova.conf.CONF
+    before = {name: getattr(conf.scheduler, name) for name in values}
+    for name, value in values.items():
+        conf.set_override(name, value, group='scheduler')
+    try:
+        yield
+    finally:
+        for name, value in before.items():
+            conf.clear_override(name, group='scheduler')
+            if getattr(conf.scheduler, name) != value:
+                conf.set_override(name, value, group='scheduler')
 
 
 def image_filters():

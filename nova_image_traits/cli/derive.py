@@ -24,8 +24,8 @@ Nova's image request filters read two ``[scheduler]`` options from
 nova's global configuration. The commands read nova.conf (``--config-file``
 and ``--config-dir``) into their own ConfigOpts; :class:`Deriver`
 registers those two options there, so that their values come from the
-same files, and sets them as overrides on nova's ``CONF`` before each
-derivation. A scenario of the simulator may set them per case.
+same files, and sets them on nova's ``CONF`` for each derivation only.
+A scenario of the simulator may set them per case.
 """
 
 import dataclasses
@@ -119,7 +119,6 @@ class Deriver:
         self.why = None
         objects.register_all()
         self._objects = objects
-        self._nova_conf = nova.conf.CONF
         opts = [o for o in nova.conf.scheduler.scheduler_opts
                 if o.name in SCHEDULER_OPTS]
         # NOTE(founders): not nova's OptGroup object: ConfigOpts copies a
@@ -204,25 +203,26 @@ class Deriver:
 
     def _derive(self, request, values):
         """``(query, derived, original derived)``, or None."""
-        for name, value in values.items():
-            self._nova_conf.set_override(name, value, group='scheduler')
-        spec = self._spec(request)
-        meta = self._image_meta(request.image_properties,
-                                request.instance_uuid)
-        if spec is None or meta is None:
-            return None
-        current = None
-        if request.original_image_properties is not None:
-            current = functools.partial(
-                self._image_meta, request.original_image_properties,
-                request.instance_uuid)
-        boot = self._nova.derive(None, spec, meta, request.is_volume_backed,
-                                 current=current)
-        if boot.derived is not None:
-            # NOTE(founders): the command line shows every source; work them
-            # out now, under this derivation's [scheduler] values.
-            boot.derived.attributed()
-        return boot.query, boot.derived, boot.original
+        with self._nova.scheduler_options(values):
+            spec = self._spec(request)
+            meta = self._image_meta(request.image_properties,
+                                    request.instance_uuid)
+            if spec is None or meta is None:
+                return None
+            current = None
+            if request.original_image_properties is not None:
+                current = functools.partial(
+                    self._image_meta, request.original_image_properties,
+                    request.instance_uuid)
+            boot = self._nova.derive(None, spec, meta,
+                                     request.is_volume_backed,
+                                     current=current)
+            if boot.derived is not None:
+                # NOTE(founders): the command line shows every source;
+                # work them out now, under this derivation's [scheduler]
+                # values, which are nova's only while it derives.
+                boot.derived.attributed()
+            return boot.query, boot.derived, boot.original
 
     def image_request(self, properties, flavor, scheduler=None):
         """The request of a boot of an image alone, with ``flavor``.

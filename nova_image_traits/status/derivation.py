@@ -65,7 +65,6 @@ def check_derivation():
             # on import that it is deprecated.
             warnings.filterwarnings('ignore',
                                     message='\\s*Eventlet is deprecated')
-            import nova.conf
             from nova import objects
             from nova.scheduler import request_filter
 
@@ -81,7 +80,7 @@ def check_derivation():
         if name not in boot_requirements.IMAGE_FILTERS and
         name not in boot_requirements.NOT_ABOUT_THE_IMAGE)
     try:
-        found, why = _derive(nova.conf.CONF, objects, boot_requirements)
+        found, why = _derive(objects, boot_requirements)
     except Exception as e:
         found, why = None, '%s: %s' % (type(e).__name__, e)
     if found is None:
@@ -109,7 +108,7 @@ def check_derivation():
     return Result(Code.SUCCESS, details)
 
 
-def _derive(conf, objects, boot_requirements):
+def _derive(objects, boot_requirements):
     """``({(trait, root?): sources}, None)``, or ``(None, why)``."""
     flavor = objects.Flavor(name='status', flavorid='status', vcpus=1,
                             memory_mb=512, root_gb=1, ephemeral_gb=0,
@@ -121,19 +120,18 @@ def _derive(conf, objects, boot_requirements):
     logger = logging.getLogger(boot_requirements.__name__)
     caught = _Warnings()
     logger.addHandler(caught)
-    for name in PREFILTERS:
-        conf.set_override(name, True, group='scheduler')
     try:
         # NOTE(founders): no context: an image's request filters read no
         # database, and this host may have none.
-        boot = boot_requirements.derive(None, spec, image, False)
-        if boot.derived is None:
-            return None, ' '.join(caught.lines) or 'no requirement derived'
-        if boot.derived.refusal:
-            return None, 'refused: %s' % boot.derived.refusal
-        return {(r.trait, r.scope == requirements.ROOT): tuple(r.sources)
-                for r in boot.derived.traits if not r.forbidden}, None
+        with boot_requirements.scheduler_options(
+                dict.fromkeys(PREFILTERS, True)):
+            boot = boot_requirements.derive(None, spec, image, False)
+            if boot.derived is None:
+                return None, (' '.join(caught.lines) or
+                              'no requirement derived')
+            if boot.derived.refusal:
+                return None, 'refused: %s' % boot.derived.refusal
+            return {(r.trait, r.scope == requirements.ROOT): tuple(r.sources)
+                    for r in boot.derived.traits if not r.forbidden}, None
     finally:
-        for name in PREFILTERS:
-            conf.clear_override(name, group='scheduler')
         logger.removeHandler(caught)

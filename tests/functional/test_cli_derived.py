@@ -119,6 +119,9 @@ class CheckDerivedTest(cli_base.CLITestBase):
                       rows[0]['Requirements'])
         self.assertIn('hw_disk_bus=scsi needs COMPUTE_STORAGE_BUS_SCSI',
                       rows[0]['Reason'])
+        # The command's values were nova's for its derivations only.
+        import nova.conf
+        self.assertFalse(nova.conf.CONF.scheduler.image_metadata_prefilter)
 
     def test_image_type_without_disk_format_is_not_judged(self):
         # nova's image API, which the commands read here, has no

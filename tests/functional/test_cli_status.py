@@ -32,6 +32,7 @@ import threading
 import time
 
 import fixtures
+from oslo_config import fixture as config_fixture
 import testtools
 
 from nova_image_traits.cmd import status
@@ -294,6 +295,17 @@ class StatusDerivationTest(testtools.TestCase):
         result = self.check()
         self.assertEqual(Code.SUCCESS, result.code, result.details)
         self.assertIn('as expected', result.details)
+
+    def test_values_set_before_are_kept(self):
+        # A test, or a tool embedding the check, that set the options
+        # sees them as it set them.
+        import nova.conf
+        conf = self.useFixture(config_fixture.Config(nova.conf.CONF))
+        conf.config(query_placement_for_image_type_support=True,
+                    group='scheduler')
+        result = self.check()
+        self.assertEqual(Code.SUCCESS, result.code, result.details)
+        self.assertTrue(self.scheduler.query_placement_for_image_type_support)
 
     def test_resource_request_failing_is_a_failure(self):
         from nova.scheduler import utils as scheduler_utils
