@@ -40,6 +40,7 @@ rebuild goes on to nova. A refusal is a logged decision like the engine's
 """
 
 import importlib
+import inspect
 import threading
 import time
 
@@ -73,6 +74,9 @@ NAMES = (
     ('nova.objects', 'AggregateList.get_by_host'),
     ('nova.objects', 'InstanceList.get_by_host'),
 )
+#: The parameters of ``HostState`` and of its ``update`` passed by name.
+STATE_PARAMS = ('host', 'node', 'cell_uuid')
+UPDATE_PARAMS = ('compute', 'aggregates', 'inst_dict')
 
 _lock = threading.Lock()
 #: ``{(available, enabled): Loaded}``: the filters of one configuration.
@@ -105,6 +109,12 @@ def verify():
                 raise FiltersUnavailable('%s.%s does not exist in this nova'
                                          % (module, path))
             obj = getattr(obj, attr)
+    for func, params in ((host_manager.HostState.__init__, STATE_PARAMS),
+                         (host_manager.HostState.update, UPDATE_PARAMS)):
+        found = tuple(inspect.signature(func).parameters)
+        if not set(params) <= set(found):
+            raise FiltersUnavailable('HostState.%s%s lacks %s' % (
+                func.__name__, '(%s)' % ', '.join(found), ', '.join(params)))
 
 
 def load(conf=CONF):
@@ -170,7 +180,8 @@ def host_state(context, instance, node, cell_uuid, loaded):
     :param cell_uuid: the UUID of the server's cell
     """
     admin = context.elevated()
-    state = host_manager.HostState(instance.host, instance.node, cell_uuid)
+    state = host_manager.HostState(host=instance.host, node=instance.node,
+                                   cell_uuid=cell_uuid)
     aggregates = list(objects.AggregateList.get_by_host(admin,
                                                         instance.host))
     instances = None

@@ -19,7 +19,11 @@ the same ``[filter_scheduler]``. The fake driver's host supports x86_64
 ``os_distro=linux``.
 """
 
+import collections
+
 import fixtures
+from sqlalchemy import engine as sa_engine
+from sqlalchemy import event
 
 from nova import objects
 from nova.scheduler import filters as nova_filters
@@ -221,23 +225,40 @@ class PrecheckFiltersCostTest(_FiltersBase):
             self.useFixture(fixtures.MockPatchObject(owner, name, counted))
         return counts
 
-    def test_one_api_database_query(self):
+    def test_one_database_query(self):
         # The cast to the conductor does nothing: only nova-api counts, and
         # no periodic task runs in nova's harness.
         self.stub_out('nova.conductor.api.ComputeTaskAPI.rebuild_instance',
                       lambda *args, **kwargs: None)
         counts = self._count()
-        found = []
+        statements = []
+
+        def executed(conn, cursor, statement, *args):
+            statements.append(' '.join(statement.split()))
+        event.listen(sa_engine.Engine, 'before_cursor_execute', executed)
+        self.addCleanup(event.remove, sa_engine.Engine,
+                        'before_cursor_execute', executed)
+        found, sql = [], []
         for switch in (False, True):
             self.set_image_traits_opts(precheck_scheduler_filters=switch)
             self.server = self.boot(self.flavor, self.old_image)
             image = self.create_image(required=[GOLD])
             counts.clear()
+            del statements[:]
             self.api.post_server_action(self.server['id'],
                                         {'rebuild': {'imageRef': image}})
             found.append(dict(counts))
+            sql.append(collections.Counter(statements))
         off, on = found
         self.assertEqual({'ComputeNode.get_by_host_and_nodename': 1}, off)
         self.assertEqual({'ComputeNode.get_by_host_and_nodename': 1,
                           'AggregateList.get_by_host': 1,
                           'ImagePropertiesFilter.host_passes': 1}, on)
+        # Every database (nova's API and cell databases, placement's): one
+        # read transaction more, one SELECT of the host's aggregates.
+        more = sorted((sql[1] - sql[0]).elements())
+        self.assertEqual([], list((sql[0] - sql[1]).elements()))
+        self.assertEqual(2, len(more), more)
+        self.assertEqual('BEGIN', more[0])
+        self.assertRegex(more[1], r'^SELECT .* FROM aggregates JOIN '
+                         r'aggregate_hosts .* WHERE aggregate_hosts.host = ')
