@@ -186,12 +186,26 @@ def host_state(context, instance, node, cell_uuid, loaded):
                                                         instance.host))
     instances = None
     if loaded.reads_instances:
-        mapping = objects.CellMapping.get_by_uuid(admin, cell_uuid)
-        with nova_context.target_cell(admin, mapping) as cctxt:
-            instances = {i.uuid: i for i in objects.InstanceList.get_by_host(
-                cctxt, instance.host, expected_attrs=[])}
+        instances = {i.uuid: i for i in _instances(admin, instance,
+                                                   cell_uuid)}
     state.update(compute=node, aggregates=aggregates, inst_dict=instances)
     return state
+
+
+def _instances(admin, instance, cell_uuid):
+    """The instances of the server's host, from its cell's database.
+
+    nova-api reads the server with a context targeted at its cell; only
+    without one is the cell mapping read first.
+    """
+    cctxt = getattr(instance, '_context', None)
+    if cctxt is not None and getattr(cctxt, 'db_connection', None):
+        return objects.InstanceList.get_by_host(
+            cctxt.elevated(), instance.host, expected_attrs=[])
+    mapping = objects.CellMapping.get_by_uuid(admin, cell_uuid)
+    with nova_context.target_cell(admin, mapping) as cctxt:
+        return objects.InstanceList.get_by_host(cctxt, instance.host,
+                                                expected_attrs=[])
 
 
 def refusing_filter(context, instance, node, cell_uuid, spec, conf=CONF):

@@ -90,6 +90,21 @@ class _FiltersBase(test_precheck._PrecheckBase):
             'set_metadata': {'metadata': {'os_distro': 'linux'}}})
         self.before = self._read_back()
 
+    def count_calls(self, calls):
+        """Count the calls of ``(owner, name)`` methods, by name."""
+        counts = {}
+        for owner, name in calls:
+            real = getattr(owner, name)
+            key = '%s.%s' % (owner.__name__, name)
+
+            # A class method read from its class, or a method: either way
+            # the arguments pass on as they came.
+            def counted(*args, _real=real, _key=key, **kwargs):
+                counts[_key] = counts.get(_key, 0) + 1
+                return _real(*args, **kwargs)
+            self.useFixture(fixtures.MockPatchObject(owner, name, counted))
+        return counts
+
     def assert_refused_by(self, image, name):
         resp = self._rebuild_refused(image, api=self.admin_api)
         self.assertEqual(400, resp.status_code, resp.text)
@@ -179,9 +194,17 @@ class PrecheckFiltersOnTest(_FiltersBase):
     def test_a_filter_of_another_project_reads_the_instances(self):
         InstancesFilter.seen = []
         self._enable(['InstancesFilter'], ['%s.InstancesFilter' % _HERE])
+        # nova-api alone: one more read, in the server's cell, whose
+        # context nova-api holds already.
+        self.stub_out('nova.conductor.api.ComputeTaskAPI.rebuild_instance',
+                      lambda *args, **kwargs: None)
+        reads = self.count_calls(((objects.InstanceList, 'get_by_host'),
+                                  (objects.CellMapping, 'get_by_uuid')))
         image = self.create_image(required=[GOLD])
-        self.assertEqual('ACTIVE', self.rebuild(self.server, image)['status'])
+        self.api.post_server_action(self.server['id'],
+                                    {'rebuild': {'imageRef': image}})
         self.assertEqual([[self.server['id']]], InstancesFilter.seen)
+        self.assertEqual({'InstanceList.get_by_host': 1}, reads)
 
     def test_names_verified(self):
         host_filters.verify()
@@ -211,26 +234,12 @@ class PrecheckFiltersCostTest(_FiltersBase):
              (objects.InstanceList, 'get_by_host'),
              (image_props_filter.ImagePropertiesFilter, 'host_passes'))
 
-    def _count(self):
-        counts = {}
-        for owner, name in self.READS:
-            real = getattr(owner, name)
-            key = '%s.%s' % (owner.__name__, name)
-
-            # A class method read from its class, or a method: either way
-            # the arguments pass on as they came.
-            def counted(*args, _real=real, _key=key, **kwargs):
-                counts[_key] = counts.get(_key, 0) + 1
-                return _real(*args, **kwargs)
-            self.useFixture(fixtures.MockPatchObject(owner, name, counted))
-        return counts
-
     def test_one_database_query(self):
         # The cast to the conductor does nothing: only nova-api counts, and
         # no periodic task runs in nova's harness.
         self.stub_out('nova.conductor.api.ComputeTaskAPI.rebuild_instance',
                       lambda *args, **kwargs: None)
-        counts = self._count()
+        counts = self.count_calls(self.READS)
         statements = []
 
         def executed(conn, cursor, statement, *args):
