@@ -102,6 +102,7 @@ class Loaded:
 
 def verify():
     """Check every name of nova's this module relies on, or raise."""
+    objects.register_all()  # done already in nova-api; idempotent
     for module, path in NAMES:
         obj = importlib.import_module(module)
         for attr in path.split('.'):

@@ -89,6 +89,8 @@ def check(conf, schedulers):
                'enabled_filters (%s) as read here; it must be the '
                "scheduler's on every nova-api host."
                % ', '.join(here['enabled_filters'])]
+    code, verified = _verify()
+    details.append(verified)
     differ, unread, seen = [], [], 0
     for s in schedulers:
         args = isolation.config_args(s.argv)
@@ -113,5 +115,24 @@ def check(conf, schedulers):
         details.append('No nova-scheduler runs on this host: compare '
                        "[filter_scheduler] with the scheduler hosts' by "
                        'hand.')
-    return Result(Code.WARNING if differ else Code.SUCCESS,
-                  ' '.join(details))
+    if differ:
+        code = Code.WARNING
+    return Result(code, ' '.join(details))
+
+
+def _verify():
+    """``(code, sentence)``: whether this nova has what the filters use."""
+    try:
+        from nova_image_traits.api import host_filters
+    except ImportError as e:
+        return Code.SUCCESS, ('nova is not installed here, so the names the '
+                              'pre-check runs the filters with cannot be '
+                              'verified (%s).' % e)
+    try:
+        host_filters.verify()
+    except Exception as e:
+        return Code.WARNING, ('The installed nova lacks what the pre-check '
+                              'runs the filters with (%s): every rebuild '
+                              'goes on to nova, with a WARNING.' % e)
+    return Code.SUCCESS, ('The installed nova has what the pre-check runs '
+                          'the filters with.')

@@ -83,6 +83,18 @@ class CheckTest(base.TestCase):
                       result.details)
         self.assertNotIn('11', result.details)
 
+    def test_a_nova_without_the_names_warns(self):
+        try:
+            from nova_image_traits.api import host_filters
+        except ImportError:
+            self.skipTest('nova is not installed')
+        self.useFixture(fixtures.MockPatchObject(
+            host_filters, 'NAMES', (('nova.objects', 'NoSuchThing.x'),)))
+        result = filters.check(self.make_conf(ON), [])
+        self.assertEqual(upgradecheck.Code.WARNING, result.code)
+        self.assertIn('nova.objects.NoSuchThing.x does not exist',
+                      result.details)
+
     def test_unreadable_and_absent_schedulers_are_said(self):
         result = filters.check(self.make_conf(ON), [
             self.scheduler(10, os.path.join(self.dir, 'missing.conf'))])
