@@ -12,14 +12,16 @@
 """The pre-check's decision, from nova's own values, with reads sent ahead.
 
 :class:`Ahead` starts, as soon as nova's rebuild is called, what a decision
-will read whatever the new image: the compute node's UUID (one database
-read, in the instance's cell) and the placement requests the configured
+will read whatever the new image: the compute node (one database read,
+in the instance's cell) and the placement requests the configured
 strategy starts with (``GET /allocations/{server}`` and the compute node's
 traits). They run in worker threads while nova reads the image from
 Glance, the block device mappings, the request spec and the quotas.
 :func:`decide` then builds the request from the values nova's rebuild holds
 at its first write, and decides; only what was not sent ahead is asked
-then.
+then. With ``[image_traits] precheck_scheduler_filters``, nova's rebuild
+scheduler filters run first, for the server's own host
+(:mod:`.host_filters`).
 """
 
 import dataclasses
@@ -30,6 +32,7 @@ import nova.conf
 from nova import context as nova_context
 from nova import objects
 
+from nova_image_traits.api import host_filters
 from nova_image_traits import engine
 from nova_image_traits import nova_request
 from nova_image_traits import placement
@@ -48,22 +51,26 @@ _FIRST_REQUESTS = {
 }
 
 
-def compute_node_uuid(context, instance):
-    """The UUID of the compute node (and resource provider) of ``instance``.
+def compute_node(context, instance):
+    """The compute node of ``instance`` and the UUID of its cell.
 
     The instance nova's API read carries a context targeted at its cell;
-    otherwise the instance mapping says which cell.
+    otherwise the instance mapping says which cell. One database read in
+    the cell (and one in the API database without a targeted context).
+
+    :returns: ``(ComputeNode, cell UUID)``; the node's UUID is also its
+        resource provider's
     """
     cctxt = getattr(instance, '_context', None)
     admin = (cctxt or context).elevated()
     if getattr(admin, 'cell_uuid', None) and admin.db_connection:
         return objects.ComputeNode.get_by_host_and_nodename(
-            admin, instance.host, instance.node).uuid
+            admin, instance.host, instance.node), admin.cell_uuid
     mapping = objects.InstanceMapping.get_by_instance_uuid(admin,
                                                            instance.uuid)
     with nova_context.target_cell(admin, mapping.cell_mapping) as target:
         return objects.ComputeNode.get_by_host_and_nodename(
-            target, instance.host, instance.node).uuid
+            target, instance.host, instance.node), mapping.cell_mapping.uuid
 
 
 class Ahead:
@@ -89,21 +96,26 @@ class Ahead:
                     '1.0', timeout, grid)
 
             def node():
-                uuid = compute_node_uuid(context, instance)
+                found = compute_node(context, instance)
                 if 'node_traits' in first:
                     self.client.prefetch(
                         '/resource_providers/%s/traits'
-                        % placement.quote(uuid), '1.6', timeout, grid)
-                return uuid
+                        % placement.quote(found[0].uuid), '1.6', timeout,
+                        grid)
+                return found
             self._node = prefetch.run_ahead(node)
         except Exception as e:
             LOG.debug('Nothing of the pre-check of %(uuid)s sent ahead: '
                       '%(error)s', {'uuid': instance.uuid, 'error': e})
 
-    def node_uuid(self, context, instance):
+    def node(self, context, instance):
+        """``(ComputeNode, cell UUID)`` of ``instance``."""
         if self._node is not None:
             return self._node.result(CONF.image_traits.decision_timeout)
-        return compute_node_uuid(context, instance)
+        return compute_node(context, instance)
+
+    def node_uuid(self, context, instance):
+        return self.node(context, instance)[0].uuid
 
 
 def decide(context, instance, values, ahead):
@@ -122,6 +134,14 @@ def decide(context, instance, values, ahead):
     if not instance.host:
         return None  # never launched: nova answers
     image_meta = objects.ImageMeta.from_dict(values['image'])
+    if CONF.image_traits.precheck_scheduler_filters:
+        if ahead is None:
+            ahead = Ahead(context, instance)
+        node, cell_uuid = ahead.node(context, instance)
+        refused = host_filters.refusal(context, instance, values, image_meta,
+                                       node, cell_uuid)
+        if refused is not None:
+            return refused
     if not (nova_request.image_properties_from_image_meta(image_meta) or
             nova_request.judges_derived(CONF) or
             CONF.scheduler.enable_isolated_aggregate_filtering):

@@ -40,6 +40,7 @@ from nova_image_traits.status import cloud
 from nova_image_traits.status import conductor
 from nova_image_traits.status import config
 from nova_image_traits.status import derivation
+from nova_image_traits.status import filters
 from nova_image_traits.status import isolation
 from nova_image_traits.status import series as series_check
 
@@ -66,6 +67,9 @@ class Checks(upgradecheck.UpgradeCommands):
         self._connection = connection
         #: The conductor processes of this host.
         self.conductors = conductor.find(proc, uids)
+        #: The scheduler processes of this host.
+        self.schedulers = conductor.find(proc, uids,
+                                         names=(conductor.SCHEDULER,))
 
     # -- what the checks share -----------------------------------------
 
@@ -146,6 +150,9 @@ class Checks(upgradecheck.UpgradeCommands):
     def _check_isolation(self):
         return isolation.check(self.conf, self.conductors)
 
+    def _check_precheck_filters(self):
+        return filters.check(self.conf, self.schedulers)
+
     def _check_precheck(self):
         return api_check.check_precheck(self.conf)
 
@@ -169,6 +176,7 @@ class Checks(upgradecheck.UpgradeCommands):
         ('Conductor rebuild hook', _check_conductor),
         ('Aggregate isolation set alike', _check_isolation),
         ('nova-api pre-check', _check_precheck),
+        ("The pre-check's scheduler filters", _check_precheck_filters),
         ('Image traits known to placement', _check_image_traits),
     )
 
@@ -194,6 +202,7 @@ def register_opts(conf, checks):
     """Register every option the command reads, and its sub-command."""
     nit_conf.register_opts(conf)
     config.register_opts(conf)
+    filters.register_opts(conf)
     api_check.register_opts(conf)
     ks_loading.register_session_conf_options(conf, 'glance')
     ks_loading.register_auth_conf_options(conf, 'glance')

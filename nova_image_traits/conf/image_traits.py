@@ -243,6 +243,28 @@ nova-image-traits does not know). Either way, nothing of nova is changed
 when the pre-check cannot be installed. ``nova-image-traits-status upgrade
 check`` reports it.
 """),
+    cfg.BoolOpt(
+        'precheck_scheduler_filters',
+        default=False,
+        help="""
+Have the nova-api pre-check also run nova's rebuild scheduler filters (those
+with ``RUN_ON_REBUILD``, such as ``ImagePropertiesFilter``,
+``AggregateImagePropertiesIsolation`` and ``IsolatedHostsFilter``) on the
+server's own host, so that a rebuild they would refuse gets a 400 and leaves
+the server untouched, instead of ending in ERROR. ``ImageTraitsFilter`` is
+not run there: the pre-check decides it already.
+
+The filters read ``[filter_scheduler]`` (``enabled_filters``,
+``available_filters`` and the options each filter reads, such as
+``isolated_images``, ``isolated_hosts`` or
+``aggregate_image_properties_isolation_namespace``). Deployers set that group
+on the scheduler hosts; with nova's defaults, an API host would run
+``ImagePropertiesFilter`` whether or not the scheduler does, and refuse what
+nova accepts. Before turning this on, copy the scheduler's
+``[filter_scheduler]`` to every nova-api host. A filter that cannot be
+loaded or raises never refuses: the rebuild goes on to nova, and a WARNING
+says why. Costs one API database query per decided rebuild.
+"""),
 ]
 
 

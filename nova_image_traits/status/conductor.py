@@ -40,6 +40,10 @@ import pwd
 #: Program names and whether they run the rebuild hook.
 HOOKED = 'nova-image-traits-conductor'
 PLAIN = 'nova-conductor'
+#: The conductors' program names; :func:`find` looks for others on demand.
+CONDUCTORS = (HOOKED, PLAIN)
+#: nova's scheduler, whose ``[filter_scheduler]`` :mod:`.filters` compares.
+SCHEDULER = 'nova-scheduler'
 #: Users whose processes are trusted, besides root.
 TRUSTED_USERS = ('nova',)
 
@@ -59,17 +63,17 @@ def trusted_uids(users=TRUSTED_USERS):
     return uids
 
 
-def _program(argv):
-    """The launcher a command line runs: a conductor name, or None."""
+def _program(argv, names=CONDUCTORS):
+    """The launcher a command line runs: one of ``names``, or None."""
     if len(argv) == 1:
         # A title set by oslo.service: "<program>: master process [...]"
         # or "<program>: <service> worker(<n>)".
         name, sep, _rest = argv[0].partition(': ')
-        if sep and name in (HOOKED, PLAIN):
+        if sep and name in names:
             return name
     for arg in argv[:2]:
         name = os.path.basename(arg)
-        if name in (HOOKED, PLAIN):
+        if name in names:
             return name
         if not name.startswith('python'):
             # Only an interpreter's first argument is its script.
@@ -77,11 +81,13 @@ def _program(argv):
     return None
 
 
-def find(proc='/proc', uids=None):
+def find(proc='/proc', uids=None, names=CONDUCTORS):
     """Return the :class:`Conductor` processes of this host.
 
     :param proc: where the process table is mounted
     :param uids: the trusted owners; root and ``nova`` by default
+    :param names: the programs looked for: the conductors by default,
+        ``(SCHEDULER,)`` for the schedulers (never ``hooked``)
     """
     uids = trusted_uids() if uids is None else set(uids)
     found = []
@@ -100,7 +106,7 @@ def find(proc='/proc', uids=None):
             continue
         argv = [a.decode('utf-8', 'replace')
                 for a in raw.split(b'\0') if a]
-        program = _program(argv)
+        program = _program(argv, names)
         if program is None or uid not in uids:
             continue
         found.append(Conductor(pid=pid, uid=uid,

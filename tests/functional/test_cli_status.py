@@ -99,9 +99,11 @@ class StatusPlacementTest(base.FunctionalTestCase):
              'nova series', "nova's derived requirements",
              'ImageTraitsFilter in the scheduler',
              'Conductor rebuild hook', 'Aggregate isolation set alike',
-             'nova-api pre-check',
+             'nova-api pre-check', "The pre-check's scheduler filters",
              'Image traits known to placement'],
             list(checks))
+        self.assertEqual(0, checks["The pre-check's scheduler filters"][
+            'result'])
         self.assertEqual(0, checks['Aggregate isolation set alike'][
             'result'])
         derived = checks["nova's derived requirements"]

@@ -27,7 +27,7 @@ OPTIONS = {'strategy', 'fallback_strategy', 'on_placement_error',
            'decision_timeout', 'max_image_traits', 'max_url_length',
            'judge_derived_requirements',
            'placement_version_ttl', 'hook_on_unsupported_nova',
-           'precheck_on_unsupported_nova'}
+           'precheck_on_unsupported_nova', 'precheck_scheduler_filters'}
 
 
 class ListOptsTest(base.TestCase):
@@ -62,6 +62,7 @@ class DefaultsTest(base.TestCase):
         self.assertEqual(20.0, opts.decision_timeout)
         self.assertEqual(64, opts.max_image_traits)
         self.assertEqual(8000, opts.max_url_length)
+        self.assertFalse(opts.precheck_scheduler_filters)
 
     def test_placement_options_registered_outside_nova(self):
         self.assertEqual('placement', self.conf.placement.service_type)

@@ -171,12 +171,13 @@ class NoNovaImportAnywhereTest(base.TestCase):
     #: Inside the one function that needs nova, and only when it is
     #: installed: the command that derives with nova's own code
     #: (``CommandLineTest``), and the status checks that verify the
-    #: conductor hook, the nova-api pre-check and the derivation against the
-    #: installed nova.
+    #: conductor hook, the nova-api pre-check (and the names its scheduler
+    #: filters use) and the derivation against the installed nova.
     USES_NOVA_WHEN_THERE = ('nova_image_traits.cli.derive',
                             'nova_image_traits.cmd.status',
                             'nova_image_traits.status.api',
-                            'nova_image_traits.status.derivation')
+                            'nova_image_traits.status.derivation',
+                            'nova_image_traits.status.filters')
 
     def _reaching(self, name):
         return sorted(m for m in _every_import(name)

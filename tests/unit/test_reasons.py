@@ -20,6 +20,7 @@ from nova_image_traits import isolation
 from nova_image_traits import listing
 from nova_image_traits import reasons
 from nova_image_traits.reasons import isolation as isolation_reasons
+from nova_image_traits.reasons import scheduler_filter
 from nova_image_traits.reasons import wording
 from nova_image_traits import request as nit_request
 from nova_image_traits import requirements as reqs
@@ -223,9 +224,11 @@ _WORDINGS = {
         (reqs.Requirement(GOLD),), frozenset([GOLD]), 'no answer'), False),
     'isolated': (lambda: isolation_reasons.isolated(isolation.Breach(
         {'rp-1': ['agg-1']})), True),
+    'refused': (lambda: scheduler_filter.refused(
+        'AggregateImagePropertiesIsolation', 'host1', 'node1'), True),
 }
 #: The modules whose public functions word a refusal.
-_WORDING_MODULES = (wording, isolation_reasons)
+_WORDING_MODULES = (wording, isolation_reasons, scheduler_filter)
 
 
 class WordingClassifiedTest(base.TestCase):
@@ -263,5 +266,19 @@ class WordingClassifiedTest(base.TestCase):
             safe = _refused(reason).reason_for(host_detail=False)
             for word in (TPM.trait, 'MEM_ENCRYPTION_CONTEXT',
                          'hw_tpm_version', 'hw_mem_encryption', 'CUSTOM_',
-                         'aggregate'):
+                         'aggregate', 'Aggregate', 'Filter', 'host1'):
                 self.assertNotIn(word, safe, name)
+
+
+class SchedulerFilterReasonTest(base.TestCase):
+
+    def test_the_filter_for_the_admin_the_host_for_the_log(self):
+        reason = scheduler_filter.refused('ImagePropertiesFilter', 'host1',
+                                          'node1')
+        self.assertEqual('refused-by-scheduler-filter', reason.cause)
+        self.assertIn('ImagePropertiesFilter', reason.message)
+        self.assertNotIn('host1', reason.message)
+        self.assertIn('ImagePropertiesFilter refused host host1 (node '
+                      'node1)', reason.detail)
+        self.assertTrue(listing.fits(scheduler_filter.refused(
+            'A' * 300, 'host1', 'node1').message))
