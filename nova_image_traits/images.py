@@ -34,14 +34,16 @@ SOURCES = ('auto', 'image', 'compute')
 TRAITS_VERSION = '1.6'
 
 Image = collections.namedtuple('Image', ['id', 'name', 'status', 'traits',
-                                         'properties'],
-                               defaults=(None,))
+                                         'properties', 'updated_at'],
+                               defaults=(None, None))
 Image.__doc__ = """An image as the checks see it.
 
 :ivar traits: the :class:`~nova_image_traits.traits.ImageTraits` its
     ``trait:`` properties ask for
 :ivar properties: the image as Glance sends it (:func:`glance_flat`), or
     its properties alone from nova's image API
+:ivar updated_at: when the image last changed, as the service says (an
+    ISO 8601 string), or None
 """
 
 
@@ -56,10 +58,11 @@ def source_of(conn, source='auto'):
     return source
 
 
-def _image(image_id, name, status, properties):
+def _image(image_id, name, status, properties, updated_at=None):
     return Image(id=image_id, name=name, status=status,
                  traits=nit_traits.image_traits(properties or {}),
-                 properties=dict(properties or {}))
+                 properties=dict(properties or {}),
+                 updated_at=updated_at or None)
 
 
 def list_images(conn, source='auto'):
@@ -72,7 +75,8 @@ def list_images(conn, source='auto'):
     source = source_of(conn, source)
     try:
         if source == 'image':
-            return [_image(i.id, i.name, i.status, glance_flat(i))
+            return [_image(i.id, i.name, i.status, glance_flat(i),
+                           i.updated_at)
                     for i in conn.image.images()]
         return _from_compute(conn)
     except ImagesUnavailable:
@@ -95,7 +99,8 @@ def _from_compute(conn):
                     url, IMAGE_PROXY_VERSION, resp.status_code))
         page = resp.json().get('images') or []
         found += [_image(i['id'], i.get('name'),
-                         str(i.get('status', '')).lower(), i.get('metadata'))
+                         str(i.get('status', '')).lower(), i.get('metadata'),
+                         i.get('updated'))
                   for i in page]
         if len(page) < query['limit']:
             return found

@@ -22,6 +22,12 @@ at its first write, and decides; only what was not sent ahead is asked
 then. With ``[image_traits] precheck_scheduler_filters``, nova's rebuild
 scheduler filters run first, for the server's own host
 (:mod:`.host_filters`).
+
+A rebuild with the server's own image (nova's ``orig_image_ref ==
+image_href``) is decided only with ``[image_traits]
+judge_same_image_rebuild`` and when the image's properties changed since
+the server recorded them (:mod:`.same_image`): then as a rebuild to a new
+image whose current image is what the system metadata recorded.
 """
 
 import dataclasses
@@ -33,6 +39,7 @@ from nova import context as nova_context
 from nova import objects
 
 from nova_image_traits.api import host_filters
+from nova_image_traits.api import same_image
 from nova_image_traits import engine
 from nova_image_traits import nova_request
 from nova_image_traits import placement
@@ -118,6 +125,32 @@ class Ahead:
         return self.node(context, instance)[0].uuid
 
 
+def _same_image_changed(instance, values):
+    """Whether a rebuild with the server's own image is judged.
+
+    ``orig_image_ref`` is nova's own answer to "the same image": the
+    server's ``image_ref``, or its root volume's image for a volume-backed
+    server. Only with ``[image_traits] judge_same_image_rebuild``, and only
+    when the image's properties changed since the server recorded them.
+    """
+    if not CONF.image_traits.judge_same_image_rebuild:
+        return False
+    # NOTE(nova-image-traits): at nova's first write the system metadata is
+    # still the one the server had: nova rewrites it afterwards
+    # (API.rebuild's _reset_image_metadata, nova 31 to 34).
+    if not same_image.changed(instance.system_metadata, values['image'],
+                              values['flavor']):
+        LOG.debug('Rebuild of server %(uuid)s with its own image '
+                  '%(image)s, unchanged: not judged.',
+                  {'uuid': instance.uuid, 'image': values['image_href']})
+        return False
+    LOG.info('Rebuild of server %(uuid)s with its own image %(image)s, '
+             'whose properties changed since the server recorded them: '
+             'judged as a new image.',
+             {'uuid': instance.uuid, 'image': values['image_href']})
+    return True
+
+
 def decide(context, instance, values, ahead):
     """Decide the rebuild nova's ``API.rebuild`` is about to write.
 
@@ -129,10 +162,11 @@ def decide(context, instance, values, ahead):
     """
     image_href = values['image_href']
     orig_image_ref = values['orig_image_ref']
-    if orig_image_ref == image_href:
-        return None  # the same image: nova checks nothing, nor do we
     if not instance.host:
         return None  # never launched: nova answers
+    if orig_image_ref == image_href and not _same_image_changed(
+            instance, values):
+        return None  # the same image, as the server recorded it
     image_meta = objects.ImageMeta.from_dict(values['image'])
     if CONF.image_traits.precheck_scheduler_filters:
         if ahead is None:

@@ -119,8 +119,10 @@ def uninstall(api_cls=None):
 
 
 def _starts_ahead(instance, image_href):
-    # The same image of an image-backed server is never decided; nothing
-    # else is known before nova reads it.
+    # The same image of an image-backed server is decided only when its
+    # properties changed (judge_same_image_rebuild), which is known once
+    # nova read it: nothing is sent ahead, so that an unchanged image costs
+    # no placement request. Nothing else is known before nova reads it.
     if not instance.host:
         return False
     return not (instance.image_ref and instance.image_ref == image_href)

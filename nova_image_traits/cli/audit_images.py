@@ -19,6 +19,9 @@ all valid and known, and one more for an image from which nova derives
 traits too. The number of placement requests grows with the images, not
 with hosts times images. What nova derives is computed in this process,
 with nova's code (:mod:`nova_image_traits.cli.derive`).
+
+``--same-image-rebuilds`` judges servers instead
+(:mod:`nova_image_traits.cli.same_image`).
 """
 
 from cliff import lister
@@ -27,6 +30,7 @@ from oslo_log import log as logging
 from nova_image_traits import cli
 from nova_image_traits.cli import cloud as nit_cloud
 from nova_image_traits.cli import derive
+from nova_image_traits.cli import same_image
 from nova_image_traits import exception
 from nova_image_traits import flavor as nit_flavor
 from nova_image_traits import images as nit_images
@@ -68,6 +72,15 @@ class AuditImages(cli.CommandMixin, lister.Lister):
     MEM_ENCRYPTION_CONTEXT are listed, not counted); Bootable then follows
     Derived Hosts. Exits with 1 when any listed image is not bootable, 2
     on bad input or when the cloud cannot be read.
+
+    With --same-image-rebuilds, lists instead the servers of these images
+    that [image_traits] judge_same_image_rebuild would have the pre-check
+    refuse on a rebuild with their own image: those whose image was
+    updated after they last recorded its properties (their last create or
+    rebuild) and whose host the configured strategy refuses for the
+    image's current properties. An upper bound: any update of the image
+    counts, nova's API shows no system metadata to compare. Exits with 1
+    when any would be refused or cannot be judged.
     """
 
     COLUMNS = ('ID', 'Name', 'Status', 'Required', 'Invalid', 'Unknown',
@@ -79,6 +92,11 @@ class AuditImages(cli.CommandMixin, lister.Lister):
             'image', metavar='IMAGE', nargs='*',
             help='Image name or ID; default: every image with trait: '
                  'properties')
+        parser.add_argument(
+            '--same-image-rebuilds', action='store_true',
+            help='List the servers of these images whose rebuild with '
+                 'their own image the pre-check would refuse '
+                 '([image_traits] judge_same_image_rebuild)')
         cli.add_config_option(parser)
         nit_cloud.add_cloud_options(parser, self.app.argv)
         return parser
@@ -112,6 +130,9 @@ class AuditImages(cli.CommandMixin, lister.Lister):
         if missing:
             raise cli.UsageError('no image with name or ID %s' % ', '.join(
                 sorted(missing)))
+        if parsed_args.same_image_rebuilds:
+            return self._same_image(conn, conf, chosen,
+                                    parsed_args.image_source)
         try:
             # The hypervisor hostnames, which name the nodes' providers.
             nodes = {h.name for h in conn.compute.hypervisors()}
@@ -143,6 +164,16 @@ class AuditImages(cli.CommandMixin, lister.Lister):
                                       session.requests))
         self.exit_status = NO_HOST if unbootable else 0
         return self.COLUMNS, rows
+
+    def _same_image(self, conn, conf, images, source):
+        preview = same_image.Preview(conn, conf, source)
+        try:
+            rows = preview.rows(images)
+        except (exception.PlacementError, nit_cloud.LookupFailed) as e:
+            raise cli.UsageError(getattr(e, 'message', None) or str(e))
+        self.app.stderr.write(preview.summary(images))
+        self.exit_status = NO_HOST if rows else 0
+        return same_image.COLUMNS, rows
 
     @classmethod
     def _row(cls, session, image, known, nodes, derived, state):

@@ -40,7 +40,9 @@ class Check(cli.CommandMixin, lister.Lister):
     Reads the server, its flavor, its compute node's provider and both
     images, then runs each strategy against the cloud's placement. Nothing
     is rebuilt or changed. Needs an administrator. A rebuild with the
-    server's current image is not checked, as nova checks nothing then.
+    server's current image is not checked, as nova checks nothing then
+    (the nova-api pre-check judges it when the image changed since the
+    server recorded it: see audit images --same-image-rebuilds).
     Exit codes: 0 every strategy shown accepts (or the image is the
     current one), 3 at least one refuses, 1 the cloud could not be read
     or a decision ended in an error, 2 bad input. Requirements lists
@@ -77,7 +79,10 @@ class Check(cli.CommandMixin, lister.Lister):
             # NOTE(founders): nova's conductor checks image traits only when
             # the image changes (orig_image_ref != image_ref).
             reason = ('not checked: same image (a rebuild with the '
-                      "server's current image is not checked by nova)")
+                      "server's current image is not checked by nova; the "
+                      'pre-check judges it if the image changed since the '
+                      'server recorded it: audit images '
+                      '--same-image-rebuilds)')
             return self.COLUMNS, [
                 (name, NOT_CHECKED, True, '-', '-', '-', '-', '-', 0,
                  'same-image', '-', reason) for name in names]

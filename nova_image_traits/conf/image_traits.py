@@ -163,6 +163,30 @@ the strategy: what nova derives from the image's other properties is then
 neither judged nor asked of placement (``in_tree_candidates`` sends the
 boot's query less those traits, and with the resources a boot asks).
 """),
+    cfg.BoolOpt(
+        'judge_same_image_rebuild',
+        default=True,
+        help="""
+Judge a rebuild with the server's own image when the image's properties
+changed since the server recorded them, as if it were a new image. Read by
+the nova-api pre-check (the ``image_traits_precheck`` paste filter) only.
+
+nova schedules and checks nothing when a rebuild keeps the image id, yet its
+API records the image's current properties in the server's system metadata
+and the compute applies them. An image that gained
+``trait:CUSTOM_X=required`` or ``hw_tpm_version=2.0`` since the server booted
+would then run on a host without ``CUSTOM_X`` or a TPM. With this option the
+pre-check compares the image's properties as nova reads them (its
+``ImageMetaProps``) with those the server's ``image_*`` system metadata held
+before the rebuild: when they differ, it judges the image as a new one, with
+the recorded properties as the current image, and answers a refusal with a
+400. An unchanged image (a plain "reset my server") is not judged and costs
+no placement request. Neither the scheduler filter nor the conductor hook
+sees a same-image rebuild.
+
+Set it to False to let nova rebuild every server with its own image
+unjudged, as before this option existed.
+"""),
     cfg.IntOpt(
         'max_image_traits',
         default=64,

@@ -174,9 +174,10 @@ class SimulatedCloud:
         scn = self.scenario
         host = scn.by_name('hosts')[server.host]
         flavor = scn.by_name('flavors')[server.flavor].to_flavor()
-        image = scn.by_name('images')[server.image]
+        # As at boot: with the image's properties the server recorded.
+        properties = server.current(scn.by_name('images'))
         query = flavor.resource_query()
-        traits = nit_traits.image_traits(image.properties).required
+        traits = nit_traits.image_traits(properties).required
         root = self.providers[host.name]
         tree = {self.providers[name] for name in host.tree()}
         usable = tree | self.sharing(host)
@@ -213,8 +214,7 @@ class SimulatedCloud:
             compute_node_uuid=self.providers[server.host],
             image_properties=scn.by_name('images')[case.image].glance(),
             flavor=scn.by_name('flavors')[server.flavor].to_flavor(),
-            original_image_properties=scn.by_name('images')[
-                server.image].glance(),
+            original_image_properties=self._recorded(server),
             host=server.host)
         options = dict(case.scheduler)
         isolating = options.pop(cli_isolation.OPTION, None)
@@ -232,6 +232,19 @@ class SimulatedCloud:
         return dataclasses.replace(
             request, forbidden_aggregates=cli_isolation.forbidden(
                 pairs, cli_isolation.required_traits(request)))
+
+    def _recorded(self, server):
+        """The server's current image as it recorded it, as Glance sends it.
+
+        A same-image case judges the image's new properties against these,
+        as the nova-api pre-check does.
+        """
+        images = self.scenario.by_name('images')
+        flat = images[server.image].glance()
+        if server.recorded is not None:
+            flat = dict(server.current(images), **{
+                k: v for k, v in flat.items() if k == 'disk_format'})
+        return flat
 
     def where(self, request):
         """Say where the new image's required traits sit, for the table."""

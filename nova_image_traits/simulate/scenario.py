@@ -127,12 +127,25 @@ class Server(_Item):
 
     :ivar allocations: provider name to ``{resource class: amount}``, or
         None to let placement choose them as at boot
+    :ivar recorded: the image properties it recorded (nova's ``image_*``
+        system metadata) when its image changed since, or None
     """
     name: str
     host: str
     flavor: str
     image: str
     allocations: ty.Optional[dict]
+    recorded: ty.Optional[dict]
+
+    def current(self, images):
+        """The properties of its current image, as it recorded them.
+
+        :param images: the scenario's images by name
+        """
+        image = images[self.image]
+        if self.recorded is None:
+            return image.properties
+        return dict(self.recorded)
 
 
 @dataclasses.dataclass
@@ -205,7 +218,8 @@ def _item(record, data, path):
                 _item(spec['items'], child, '%s[%d]' % (
                     '%s.%s' % (path, name) if path else name, index))
                 for index, child in enumerate(data.get(name) or [])]
-        elif spec.get('additionalProperties') is schema.STRINGS:
+        elif (spec.get('additionalProperties') is schema.STRINGS and
+              fields[name] is not None):
             fields[name] = {k: _nova_string(v)
                             for k, v in fields[name].items()}
     return CLASSES[record['title']](path=path, lines=dict(data.value_lines),

@@ -141,13 +141,29 @@ SERVER = _record(
                           'Provider name to ``{resource class: amount}``, '
                           "in the host's tree or sharing providers of its "
                           'aggregates. Default: chosen as at boot.'),
-                     default=None))
+                     default=None),
+    recorded=dict(_map(_string('A property.'), STRINGS,
+                       'The image properties the server recorded when it '
+                       "booted or was last rebuilt (nova's ``image_*`` "
+                       'system metadata), when its image changed since. '
+                       'The server is placed with them, and they are its '
+                       'current image. A case rebuilding the server with '
+                       'its own image is then judged as the nova-api '
+                       'pre-check judges it with ``[image_traits] '
+                       'judge_same_image_rebuild``. Without them, such a '
+                       'case is judged all the same, where nova and the '
+                       'pre-check judge nothing. '
+                       "Default: the image's properties."),
+                  default=None))
 
 CASE = _record(
     'case', ['name', 'server', 'image'],
     name=_string("The case's name, shown in the table and accepted by "
                  "``simulate --case``."),
-    server=_string('The server to rebuild.'), image=_string('The new image.'),
+    server=_string('The server to rebuild.'),
+    image=_string('The new image; the server\'s own image, whose '
+                  'properties changed since the server ``recorded`` them, '
+                  'for a same-image rebuild.'),
     description=_TEXT,
     scheduler=_map({'enum': list(SCHEDULER_OPTIONS) + [
         cli_isolation.OPTION]}, {'type': 'boolean'},

@@ -68,6 +68,11 @@ SAMPLE_MATRIX = {
     'isolated-plain-image': (R, R, R, R, R, R),
     'isolated-licensed-image': (A, A, A, A, A, A),
     'isolation-off-plain-image': (A, A, A, A, A, A),
+    # The server's own image, changed since the server recorded it: judged
+    # against the recorded properties, so reject refuses what is new.
+    'same-image-gained-trait': (R, R, R, R, R, R),
+    'same-image-gained-vtpm': (R, R, R, R, R, R),
+    'same-image-gained-vtpm-tpm-host': (A, R, A, A, A, A),
 }
 #: The cases of images without trait: properties, judged by what nova
 #: derives from their other properties.
@@ -380,7 +385,8 @@ DOC_NOVA = '34'
 #: The sample cloud's cases whose images nova derives requirements from.
 DERIVED_CASES = ('vtpm-tpm-host', 'vtpm-no-tpm', 'secure-boot-missing',
                  'image-type-prefilter', 'image-type-no-prefilter',
-                 'memory-encryption', 'no-hyperthreading')
+                 'memory-encryption', 'no-hyperthreading',
+                 'same-image-gained-vtpm', 'same-image-gained-vtpm-tpm-host')
 
 
 def _where_blanked(text):

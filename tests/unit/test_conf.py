@@ -25,7 +25,7 @@ from tests.unit import base
 
 OPTIONS = {'strategy', 'fallback_strategy', 'on_placement_error',
            'decision_timeout', 'max_image_traits', 'max_url_length',
-           'judge_derived_requirements',
+           'judge_derived_requirements', 'judge_same_image_rebuild',
            'placement_version_ttl', 'hook_on_unsupported_nova',
            'precheck_on_unsupported_nova', 'precheck_scheduler_filters'}
 
@@ -63,6 +63,7 @@ class DefaultsTest(base.TestCase):
         self.assertEqual(64, opts.max_image_traits)
         self.assertEqual(8000, opts.max_url_length)
         self.assertFalse(opts.precheck_scheduler_filters)
+        self.assertTrue(opts.judge_same_image_rebuild)
 
     def test_placement_options_registered_outside_nova(self):
         self.assertEqual('placement', self.conf.placement.service_type)

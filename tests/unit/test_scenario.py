@@ -124,6 +124,20 @@ class ScenarioLoadTest(base.TestCase):
         self.assertEqual({'query_placement_for_image_type_support': True},
                          scn.cases[0].scheduler)
 
+    def test_recorded_properties_are_the_current_image(self):
+        scn = scenario.loads(VALID)
+        self.assertIsNone(scn.servers[0].recorded)
+        images = scn.by_name('images')
+        self.assertEqual(scn.images[0].properties,
+                         scn.servers[0].current(images))
+        scn = scenario.loads(VALID.replace(
+            '    image: i1\n    allocations:',
+            '    image: i1\n    recorded: {hw_disk_bus: ide, x: 1.0}\n'
+            '    allocations:'))
+        # nova's strings, as the image's.
+        self.assertEqual({'hw_disk_bus': 'ide', 'x': '1.0'},
+                         scn.servers[0].current(scn.by_name('images')))
+
     def test_bundled_sample_is_valid(self):
         path = os.path.join(os.path.dirname(__file__), '..', '..',
                             'nova_image_traits', 'simulate',

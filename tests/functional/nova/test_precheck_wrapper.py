@@ -91,8 +91,17 @@ class VolumeBackedPrecheckTest(test_precheck._PrecheckBase):
                          % self.server['id'])
 
     def test_the_volume_image_is_the_same_image(self):
-        # nova compares the new image with the root volume's: the same
-        # image is never decided, whatever it requires now.
+        # nova compares the new image with the root volume's, and so does
+        # the pre-check: the same image that gained a requirement is judged.
+        self.glance.images[test_refusal.VOLUME_IMAGE]['properties'][
+            'trait:' + ABSENT[0]] = 'required'
+        resp = self._rebuild_refused(test_refusal.VOLUME_IMAGE)
+        self.assertEqual(400, resp.status_code, resp.text)
+        self.assertEqual(self.before, self._read_back())
+        self.assertIn('judged as a new image', self.stdlog.logger.output)
+
+    def test_the_same_volume_image_undecided_when_switched_off(self):
+        self.flags(judge_same_image_rebuild=False, group='image_traits')
         self.glance.images[test_refusal.VOLUME_IMAGE]['properties'][
             'trait:' + ABSENT[0]] = 'required'
         self._nova_goes_on(test_refusal.VOLUME_IMAGE)
