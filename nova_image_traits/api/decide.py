@@ -22,7 +22,10 @@ at its first write, and decides; only what was not sent ahead is asked
 then.
 """
 
+import collections
 import dataclasses
+import os
+import threading
 
 from oslo_log import log as logging
 
@@ -48,22 +51,74 @@ _FIRST_REQUESTS = {
 }
 
 
+#: The most compute nodes whose UUIDs a process remembers.
+NODES_KEPT = 1024
+
+# (host, node) -> compute node UUID. A host is in one cell (nova's host
+# mappings), so its name and the node's say which compute node.
+_NODES = collections.OrderedDict()
+_NODES_LOCK = threading.Lock()
+
+
+def _after_fork_in_child():
+    global _NODES_LOCK
+    _NODES_LOCK = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 def compute_node_uuid(context, instance):
     """The UUID of the compute node (and resource provider) of ``instance``.
+
+    Read once per node and process, then remembered, as nova-api keeps the
+    cell mappings it read: a compute node keeps its UUID for its lifetime
+    (nova's stable compute node identity). A node created again under the
+    same name with a new UUID leaves placement answering 404 for the old
+    one: that decision fails, the conductor decides, and the wrapper calls
+    :func:`forget_node`.
 
     The instance nova's API read carries a context targeted at its cell;
     otherwise the instance mapping says which cell.
     """
+    found = remembered_node(instance)
+    if found is not None:
+        return found
     cctxt = getattr(instance, '_context', None)
     admin = (cctxt or context).elevated()
     if getattr(admin, 'cell_uuid', None) and admin.db_connection:
-        return objects.ComputeNode.get_by_host_and_nodename(
+        uuid = objects.ComputeNode.get_by_host_and_nodename(
             admin, instance.host, instance.node).uuid
-    mapping = objects.InstanceMapping.get_by_instance_uuid(admin,
-                                                           instance.uuid)
-    with nova_context.target_cell(admin, mapping.cell_mapping) as target:
-        return objects.ComputeNode.get_by_host_and_nodename(
-            target, instance.host, instance.node).uuid
+    else:
+        mapping = objects.InstanceMapping.get_by_instance_uuid(
+            admin, instance.uuid)
+        with nova_context.target_cell(admin, mapping.cell_mapping) as target:
+            uuid = objects.ComputeNode.get_by_host_and_nodename(
+                target, instance.host, instance.node).uuid
+    with _NODES_LOCK:
+        _NODES[(instance.host, instance.node)] = uuid
+        while len(_NODES) > NODES_KEPT:
+            _NODES.popitem(last=False)
+    return uuid
+
+
+def remembered_node(instance):
+    """The compute node UUID of ``instance`` already read, or None."""
+    key = (instance.host, instance.node)
+    with _NODES_LOCK:
+        found = _NODES.get(key)
+        if found is not None:
+            _NODES.move_to_end(key)
+        return found
+
+
+def forget_node(instance=None):
+    """Read the compute node of ``instance`` (or every one) again."""
+    with _NODES_LOCK:
+        if instance is None:
+            _NODES.clear()
+        else:
+            _NODES.pop((instance.host, instance.node), None)
 
 
 class Ahead:
@@ -76,6 +131,7 @@ class Ahead:
     def __init__(self, context, instance):
         self.client = None
         self._node = None
+        self._uuid = None
         try:
             opts = CONF.image_traits
             base = placement.get_client(CONF, opts.decision_timeout)
@@ -88,19 +144,26 @@ class Ahead:
                     '/allocations/%s' % placement.quote(instance.uuid),
                     '1.0', timeout, grid)
 
-            def node():
-                uuid = compute_node_uuid(context, instance)
+            def traits(uuid):
                 if 'node_traits' in first:
                     self.client.prefetch(
                         '/resource_providers/%s/traits'
                         % placement.quote(uuid), '1.6', timeout, grid)
                 return uuid
-            self._node = prefetch.run_ahead(node)
+
+            self._uuid = remembered_node(instance)
+            if self._uuid is not None:
+                traits(self._uuid)
+            else:
+                self._node = prefetch.run_ahead(
+                    lambda: traits(compute_node_uuid(context, instance)))
         except Exception as e:
             LOG.debug('Nothing of the pre-check of %(uuid)s sent ahead: '
                       '%(error)s', {'uuid': instance.uuid, 'error': e})
 
     def node_uuid(self, context, instance):
+        if self._uuid is not None:
+            return self._uuid
         if self._node is not None:
             return self._node.result(CONF.image_traits.decision_timeout)
         return compute_node_uuid(context, instance)

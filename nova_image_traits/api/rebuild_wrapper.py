@@ -164,10 +164,15 @@ def _verdict(refuse, context, instance, values, ahead):
     try:
         decision = nit_decide.decide(context, instance, values, ahead)
     except Exception:
+        nit_decide.forget_node(instance)
         LOG.exception('The image traits pre-check failed for the rebuild of '
                       'server %s; nova goes on and the conductor decides.',
                       instance.uuid)
         return None
+    if decision is not None and decision.outcome == nit_decision.ERROR:
+        # NOTE(nova-image-traits): placement may not know the remembered
+        # compute node (one created again): read it anew next time.
+        nit_decide.forget_node(instance)
     if decision is None or decision.allowed:
         return None
     if (decision.outcome == nit_decision.ERROR and
