@@ -26,6 +26,7 @@ import collections
 import dataclasses
 import os
 import threading
+import time
 
 from oslo_log import log as logging
 
@@ -34,9 +35,11 @@ from nova import context as nova_context
 from nova import objects
 
 from nova_image_traits import engine
+from nova_image_traits import exception
 from nova_image_traits import nova_request
 from nova_image_traits import placement
 from nova_image_traits.placement import prefetch
+from nova_image_traits.placement import workers
 
 LOG = logging.getLogger(__name__)
 CONF = nova.conf.CONF
@@ -161,11 +164,26 @@ class Ahead:
             LOG.debug('Nothing of the pre-check of %(uuid)s sent ahead: '
                       '%(error)s', {'uuid': instance.uuid, 'error': e})
 
+    def begin(self):
+        """The decision begins: what it waits for from now counts."""
+        if self.client is not None:
+            self.client.begin(CONF.image_traits.decision_timeout)
+
     def node_uuid(self, context, instance):
+        """The compute node's UUID, within the decision's timeout."""
         if self._uuid is not None:
             return self._uuid
         if self._node is not None:
-            return self._node.result(CONF.image_traits.decision_timeout)
+            wait = CONF.image_traits.decision_timeout
+            if self.client is not None and self.client.deadline is not None:
+                wait = self.client.deadline - time.monotonic()
+            try:
+                return self._node.result(wait)
+            except workers.Abandoned:
+                raise exception.DecisionDeadlineExceeded(
+                    limit=CONF.image_traits.decision_timeout,
+                    waiting="waiting for nova's database to name the "
+                            'compute node')
         return compute_node_uuid(context, instance)
 
 
@@ -201,6 +219,7 @@ def decide(context, instance, values, ahead):
         return None
     if ahead is None:
         ahead = Ahead(context, instance)
+    ahead.begin()
     request = dataclasses.replace(
         request, compute_node_uuid=ahead.node_uuid(context, instance))
     return engine.decide(request, conf=CONF, client=ahead.client)

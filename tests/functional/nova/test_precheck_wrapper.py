@@ -17,6 +17,7 @@ running nova.
 """
 
 import sys
+import threading
 
 import fixtures
 from oslo_utils import uuidutils
@@ -276,6 +277,26 @@ class PrecheckComputeNodeTest(test_precheck._PrecheckBase):
         self.assertEqual(400, self._rebuild_refused(
             self.create_image(required=ABSENT)).status_code)
         self.assertEqual([(inst.host, inst.node)], reads)
+
+    def test_waiting_for_the_node_counts_in_the_decision(self):
+        self.flags(decision_timeout=0.5, group='image_traits')
+        release = threading.Event()
+        self.addCleanup(release.set)
+        real = objects.ComputeNode.get_by_host_and_nodename
+        mine = nit_decide.compute_node_uuid.__code__
+
+        def get(context, host, node):
+            if sys._getframe(1).f_code is mine:
+                release.wait(30)
+            return real(context, host, node)
+        self.useFixture(fixtures.MockPatchObject(
+            objects.ComputeNode, 'get_by_host_and_nodename', get))
+        # The pre-check gives up within its timeout; nova goes on and the
+        # hook refuses.
+        server = self.rebuild(self.server, self.create_image(required=ABSENT))
+        self.assertEqual('ERROR', server['status'])
+        self.assertIn("waiting for nova's database to name the compute node",
+                      self.stdlog.logger.output)
 
 
 class PrecheckCompatTest(test_precheck._PrecheckBase):
