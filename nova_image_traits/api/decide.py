@@ -13,9 +13,9 @@
 
 :class:`Ahead` starts, as soon as nova's rebuild is called, what a decision
 will read whatever the new image: the compute node (one database read,
-in the instance's cell) and the placement requests the configured
-strategy starts with (``GET /allocations/{server}`` and the compute node's
-traits). They run in worker threads while nova reads the image from
+in the instance's cell, once per node and process: :mod:`.nodes`) and
+the placement requests the configured strategy starts with
+(``GET /allocations/{server}`` and the compute node's traits). They run in worker threads while nova reads the image from
 Glance, the block device mappings, the request spec and the quotas.
 :func:`decide` then builds the request from the values nova's rebuild holds
 at its first write, and decides; only what was not sent ahead is asked
@@ -31,19 +31,22 @@ image whose current image is what the system metadata recorded.
 """
 
 import dataclasses
+import time
 
 from oslo_log import log as logging
 
 import nova.conf
-from nova import context as nova_context
 from nova import objects
 
 from nova_image_traits.api import host_filters
+from nova_image_traits.api import nodes
 from nova_image_traits.api import same_image
 from nova_image_traits import engine
+from nova_image_traits import exception
 from nova_image_traits import nova_request
 from nova_image_traits import placement
 from nova_image_traits.placement import prefetch
+from nova_image_traits.placement import workers
 
 LOG = logging.getLogger(__name__)
 CONF = nova.conf.CONF
@@ -58,28 +61,6 @@ _FIRST_REQUESTS = {
 }
 
 
-def compute_node(context, instance):
-    """The compute node of ``instance`` and the UUID of its cell.
-
-    The instance nova's API read carries a context targeted at its cell;
-    otherwise the instance mapping says which cell. One database read in
-    the cell (and one in the API database without a targeted context).
-
-    :returns: ``(ComputeNode, cell UUID)``; the node's UUID is also its
-        resource provider's
-    """
-    cctxt = getattr(instance, '_context', None)
-    admin = (cctxt or context).elevated()
-    if getattr(admin, 'cell_uuid', None) and admin.db_connection:
-        return objects.ComputeNode.get_by_host_and_nodename(
-            admin, instance.host, instance.node), admin.cell_uuid
-    mapping = objects.InstanceMapping.get_by_instance_uuid(admin,
-                                                           instance.uuid)
-    with nova_context.target_cell(admin, mapping.cell_mapping) as target:
-        return objects.ComputeNode.get_by_host_and_nodename(
-            target, instance.host, instance.node), mapping.cell_mapping.uuid
-
-
 class Ahead:
     """What a decision about ``instance`` reads, started now.
 
@@ -90,6 +71,7 @@ class Ahead:
     def __init__(self, context, instance):
         self.client = None
         self._node = None
+        self._uuid = None
         try:
             opts = CONF.image_traits
             base = placement.get_client(CONF, opts.decision_timeout)
@@ -102,26 +84,51 @@ class Ahead:
                     '/allocations/%s' % placement.quote(instance.uuid),
                     '1.0', timeout, grid)
 
-            def node():
-                found = compute_node(context, instance)
+            def traits(uuid):
                 if 'node_traits' in first:
                     self.client.prefetch(
                         '/resource_providers/%s/traits'
-                        % placement.quote(found[0].uuid), '1.6', timeout,
-                        grid)
+                        % placement.quote(uuid), '1.6', timeout, grid)
+
+            def node():
+                found = nodes.compute_node(context, instance)
+                traits(found[0].uuid)
                 return found
-            self._node = prefetch.run_ahead(node)
+
+            self._uuid = (None if opts.precheck_scheduler_filters
+                          else nodes.remembered(instance))
+            if self._uuid is not None:
+                traits(self._uuid)
+            else:
+                self._node = prefetch.run_ahead(node)
         except Exception as e:
             LOG.debug('Nothing of the pre-check of %(uuid)s sent ahead: '
                       '%(error)s', {'uuid': instance.uuid, 'error': e})
 
+    def begin(self):
+        """The decision begins, once: what it waits for from now counts."""
+        if self.client is not None and self.client.deadline is None:
+            self.client.begin(CONF.image_traits.decision_timeout)
+
     def node(self, context, instance):
-        """``(ComputeNode, cell UUID)`` of ``instance``."""
-        if self._node is not None:
-            return self._node.result(CONF.image_traits.decision_timeout)
-        return compute_node(context, instance)
+        """``(ComputeNode, cell UUID)``, within the decision's timeout."""
+        if self._node is None:
+            return nodes.compute_node(context, instance)
+        wait = CONF.image_traits.decision_timeout
+        if self.client is not None and self.client.deadline is not None:
+            wait = self.client.deadline - time.monotonic()
+        try:
+            return self._node.result(wait)
+        except workers.Abandoned:
+            raise exception.DecisionDeadlineExceeded(
+                limit=CONF.image_traits.decision_timeout,
+                waiting="waiting for nova's database to name the compute "
+                        'node')
 
     def node_uuid(self, context, instance):
+        """The compute node's UUID: remembered, or :meth:`node`'s."""
+        if self._uuid is not None:
+            return self._uuid
         return self.node(context, instance)[0].uuid
 
 
@@ -171,6 +178,7 @@ def decide(context, instance, values, ahead):
     if CONF.image_traits.precheck_scheduler_filters:
         if ahead is None:
             ahead = Ahead(context, instance)
+        ahead.begin()
         node, cell_uuid = ahead.node(context, instance)
         refused = host_filters.refusal(context, instance, values, image_meta,
                                        node, cell_uuid)
@@ -192,6 +200,7 @@ def decide(context, instance, values, ahead):
         return None
     if ahead is None:
         ahead = Ahead(context, instance)
+    ahead.begin()
     request = dataclasses.replace(
         request, compute_node_uuid=ahead.node_uuid(context, instance))
     return engine.decide(request, conf=CONF, client=ahead.client)

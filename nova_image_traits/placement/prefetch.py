@@ -52,6 +52,15 @@ class PrefetchingClient:
         self._client = client
         self._lock = threading.Lock()
         self._pending = {}
+        #: When the decision must be over (``time.monotonic()``), once
+        #: :meth:`begin` was called; the session :meth:`start` opens ends
+        #: then at the latest.
+        self.deadline = None
+
+    def begin(self, timeout):
+        """The decision begins now, and ends within ``timeout`` seconds."""
+        self.deadline = time.monotonic() + timeout
+        return self.deadline
 
     def prefetch(self, url, version, timeout, global_request_id=None):
         """Send ``GET url`` now, in a worker; no-op when all are busy.
@@ -72,7 +81,7 @@ class PrefetchingClient:
         """Begin the decision (see :meth:`.PlacementClient.start`)."""
         return placement_session.PlacementSession(
             self, timeout, max_url_length, version_ttl=version_ttl,
-            global_request_id=global_request_id)
+            global_request_id=global_request_id, deadline=self.deadline)
 
     def request(self, url, version, deadline, limit,
                 global_request_id=None):

@@ -31,10 +31,14 @@ class PlacementSession:
     """
 
     def __init__(self, client, timeout, max_url_length, version_ttl=None,
-                 global_request_id=None):
+                 global_request_id=None, deadline=None):
         self.client = client
         self.requests = 0
         self._deadline = time.monotonic() + timeout
+        if deadline is not None:
+            # NOTE(founders): a decision that began earlier (the pre-check
+            # waited for the compute node): its timeout counts from then.
+            self._deadline = min(self._deadline, deadline)
         self._timeout = timeout
         self._max_url_length = max_url_length
         self._version_ttl = version_ttl

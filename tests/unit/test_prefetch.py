@@ -97,3 +97,17 @@ class PrefetchingClientTest(base.TestCase):
         self.assertRaises(
             exception.DecisionDeadlineExceeded, ahead.request,
             '/allocations/a', '1.0', time.monotonic() + 0.05, 0.05)
+
+    def test_a_decision_that_began_earlier_ends_at_its_deadline(self):
+        # The pre-check waited for the compute node first: the session
+        # the engine opens with the whole decision_timeout ends when the
+        # decision must, not a decision_timeout later.
+        hold = threading.Event()
+        self.addCleanup(hold.set)
+        ahead = prefetch.PrefetchingClient(_Client(hold=hold))
+        ahead.prefetch('/allocations/a', '1.0', 60)
+        deadline = ahead.begin(0.05)
+        session = ahead.start(60, 8000)
+        self.assertRaises(exception.DecisionDeadlineExceeded, session.get,
+                          '/allocations/a', version='1.0')
+        self.assertGreaterEqual(time.monotonic(), deadline)

@@ -45,6 +45,7 @@ import nova.conf
 from nova.tests import fixtures as nova_fixtures
 from nova.tests.functional import integrated_helpers
 
+from nova_image_traits.api import nodes as nit_nodes
 from nova_image_traits import conf as nit_conf
 
 CONF = nova.conf.CONF
@@ -129,6 +130,10 @@ class HarnessMixin:
     def setUp(self):
         super().setUp()
         nit_conf.register_opts(CONF)
+        # NOTE(founders): every test's cloud names its compute nodes alike,
+        # with new UUIDs: the pre-check remembers none of another test's,
+        # as a nova-api process started for this cloud would not.
+        nit_nodes.forget()
 
     def useFixture(self, fixture):
         # NOTE(founders): nova's TestCase.setUp and the test base classes

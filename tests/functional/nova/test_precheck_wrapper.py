@@ -16,16 +16,21 @@ itself, what one accepted rebuild costs nova, and the verification of the
 running nova.
 """
 
+import sys
+import threading
+
 import fixtures
 from oslo_utils import uuidutils
 
 from nova.compute import api as compute_api
+from nova import context as nova_context
 from nova.image import glance
 from nova import objects
 from nova.tests import fixtures as nova_fixtures
 from nova.tests.functional.api import client as api_client
 
 from nova_image_traits.api import compat
+from nova_image_traits.api import nodes as nit_nodes
 from nova_image_traits.api import policy as api_policy
 from nova_image_traits.api import precheck
 from nova_image_traits.api import rebuild_wrapper
@@ -233,6 +238,74 @@ class PrecheckCostTest(test_precheck._PrecheckBase):
         self.assertEqual(without, with_precheck)
         # The first write nova makes, once.
         self.assertEqual([[None]], [s for s in with_precheck['saves'] if s])
+
+
+class PrecheckComputeNodeTest(test_precheck._PrecheckBase):
+    """The server's compute node is read from nova's database once."""
+
+    def _reads(self):
+        """The pre-check's reads of a compute node (not nova's own)."""
+        reads = []
+        real = objects.ComputeNode.get_by_host_and_nodename
+        mine = nit_nodes.compute_node.__code__
+
+        def get(context, host, node):
+            if sys._getframe(1).f_code is mine:
+                reads.append((host, node))
+            return real(context, host, node)
+        self.useFixture(fixtures.MockPatchObject(
+            objects.ComputeNode, 'get_by_host_and_nodename', get))
+        return reads
+
+    def test_read_once_for_every_rebuild(self):
+        reads = self._reads()
+        for _i in range(2):
+            self.server = self.rebuild(
+                self.server, self.create_image(required=[GOLD]))
+            self.assertEqual('ACTIVE', self.server['status'])
+        resp = self._rebuild_refused(self.create_image(required=ABSENT))
+        self.assertEqual(400, resp.status_code)
+        self.assertEqual(1, len(reads))
+
+    def test_a_node_placement_does_not_know_is_read_again(self):
+        # A node created again under its name has a new UUID: the one
+        # remembered is unknown to placement.
+        self.assertEqual(400, self._rebuild_refused(
+            self.create_image(required=ABSENT)).status_code)
+        inst = objects.Instance.get_by_uuid(
+            nova_context.get_admin_context(), self.server['id'])
+        nit_nodes._UUIDS[(inst.host, inst.node)] = (
+            uuidutils.generate_uuid())
+        reads = self._reads()
+        # The pre-check cannot decide: nova goes on, the hook refuses.
+        server = self.rebuild(self.server, self.create_image(required=ABSENT))
+        self.assertEqual('ERROR', server['status'])
+        self.assertIn('the conductor decides', self.stdlog.logger.output)
+        # The next rebuild (nova rebuilds a server in ERROR) reads the node
+        # again, and is decided by the pre-check.
+        self.assertEqual(400, self._rebuild_refused(
+            self.create_image(required=ABSENT)).status_code)
+        self.assertEqual([(inst.host, inst.node)], reads)
+
+    def test_waiting_for_the_node_counts_in_the_decision(self):
+        self.flags(decision_timeout=0.5, group='image_traits')
+        release = threading.Event()
+        self.addCleanup(release.set)
+        real = objects.ComputeNode.get_by_host_and_nodename
+        mine = nit_nodes.compute_node.__code__
+
+        def get(context, host, node):
+            if sys._getframe(1).f_code is mine:
+                release.wait(30)
+            return real(context, host, node)
+        self.useFixture(fixtures.MockPatchObject(
+            objects.ComputeNode, 'get_by_host_and_nodename', get))
+        # The pre-check gives up within its timeout; nova goes on and the
+        # hook refuses.
+        server = self.rebuild(self.server, self.create_image(required=ABSENT))
+        self.assertEqual('ERROR', server['status'])
+        self.assertIn("waiting for nova's database to name the compute node",
+                      self.stdlog.logger.output)
 
 
 class PrecheckCompatTest(test_precheck._PrecheckBase):
