@@ -232,6 +232,10 @@ def refusing_filter(context, instance, node, cell_uuid, spec, conf=CONF):
         except Exception as e:
             raise FiltersUnavailable('%s raised %s: %s'
                                      % (name, type(e).__name__, e))
+        if passed is None:
+            # NOTE(nova-image-traits): nova's "stop filtering" answer, not
+            # a refusal of this host.
+            raise FiltersUnavailable('%s stopped the filtering' % name)
         if not passed:
             return name
     return None
