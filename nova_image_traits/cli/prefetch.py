@@ -78,6 +78,9 @@ class CachingClient:
         return placement.PlacementSession(self, timeout, max_url_length,
                                           **kwargs)
 
+    def answered(self, url, version):
+        return url in self._answers
+
     def request(self, url, version, deadline, limit,
                 global_request_id=None):
         answer = self._answers.get(url)

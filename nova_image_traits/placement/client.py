@@ -153,6 +153,10 @@ class PlacementClient:
         kwargs['timeout'] = min(timeout, request_timeout or timeout)
         return kwargs
 
+    def answered(self, url, version):
+        """Whether ``GET url`` is answered already: never, here."""
+        return False
+
     def request(self, url, version, deadline, limit,
                 global_request_id=None):
         """Send one GET; return the response before ``deadline``.

@@ -83,6 +83,15 @@ class PrefetchingClient:
             self, timeout, max_url_length, version_ttl=version_ttl,
             global_request_id=global_request_id, deadline=self.deadline)
 
+    def answered(self, url, version):
+        """Whether the answer to ``GET url`` sent ahead is already here.
+
+        An answer that arrived is read even after the decision's deadline.
+        """
+        with self._lock:
+            pending = self._pending.get((url, version))
+        return pending is not None and pending.done.is_set()
+
     def request(self, url, version, deadline, limit,
                 global_request_id=None):
         """The answer sent for ahead, once; else a request sent now."""
@@ -92,7 +101,7 @@ class PrefetchingClient:
             return self._client.request(url, version, deadline, limit,
                                         global_request_id)
         try:
-            return pending.result(deadline - time.monotonic())
+            return pending.result(max(0.0, deadline - time.monotonic()))
         except workers.Abandoned:
             raise exception.DecisionDeadlineExceeded(
                 limit=limit,

@@ -73,7 +73,8 @@ class PlacementSession:
         :raises: PlacementError subclasses naming the cause
         """
         url = self.build_url(path, params)
-        if self._deadline - time.monotonic() <= 0:
+        if (self._deadline - time.monotonic() <= 0 and
+                not self.client.answered(url, version)):
             raise exception.DecisionDeadlineExceeded(
                 limit=self._timeout, waiting='before its next request')
         self.requests += 1

@@ -111,3 +111,21 @@ class PrefetchingClientTest(base.TestCase):
         self.assertRaises(exception.DecisionDeadlineExceeded, session.get,
                           '/allocations/a', version='1.0')
         self.assertGreaterEqual(time.monotonic(), deadline)
+
+    def test_an_answer_that_arrived_is_read_after_the_deadline(self):
+        # The decision's time went on nova's database: what placement
+        # already answered is still its answer.
+        client = _Client()
+        ahead = prefetch.PrefetchingClient(client)
+        ahead.prefetch('/allocations/a', '1.0', 60)
+        for _i in range(1000):
+            if ahead.answered('/allocations/a', '1.0'):
+                break
+            time.sleep(0.01)
+        ahead.begin(0)
+        session = ahead.start(60, 8000)
+        self.assertEqual({'url': '/allocations/a'},
+                         session.get('/allocations/a', version='1.0'))
+        # Anything else is past the deadline.
+        self.assertRaises(exception.DecisionDeadlineExceeded, session.get,
+                          '/traits', version='1.6')
