@@ -816,7 +816,11 @@ class TestTimeouts(FaultTestBase):
         conf, client = self.hanging(
             {'decision_timeout': limit}, connect_retries=5,
             connect_retry_delay=0.05, status_code_retries=3)
-        results = self.check_fault('timeout', strategies=('root_traits',),
+        # NOTE(founders): keystoneauth's read timeout is the time left, so
+        # on a loaded machine the decision's own deadline may end it first:
+        # either cause is the decision ending in time.
+        results = self.check_fault(('timeout', 'deadline'),
+                                   strategies=('root_traits',),
                                    conf=conf, client=client)
         for result in results.values():
             self.assertTookLess(result.elapsed, limit + 1.0)
