@@ -15,8 +15,9 @@
 will read whatever the new image: the compute node (one database read,
 in the instance's cell, once per node and process: :mod:`.nodes`) and
 the placement requests the configured strategy starts with
-(``GET /allocations/{server}`` and the compute node's traits). They run in worker threads while nova reads the image from
-Glance, the block device mappings, the request spec and the quotas.
+(``GET /allocations/{server}`` and the compute node's traits). They run
+in worker threads while nova reads the image from Glance, the block
+device mappings, the request spec and the quotas.
 :func:`decide` then builds the request from the values nova's rebuild holds
 at its first write, and decides; only what was not sent ahead is asked
 then. With ``[image_traits] precheck_scheduler_filters``, nova's rebuild
@@ -38,7 +39,6 @@ from oslo_log import log as logging
 import nova.conf
 from nova import objects
 
-from nova_image_traits.api import host_filters
 from nova_image_traits.api import nodes
 from nova_image_traits.api import same_image
 from nova_image_traits import engine
@@ -72,6 +72,8 @@ class Ahead:
         self.client = None
         self._node = None
         self._uuid = None
+        #: The compute node UUID remembered (not read) for this decision.
+        self.remembered = None
         try:
             opts = CONF.image_traits
             base = placement.get_client(CONF, opts.decision_timeout)
@@ -95,8 +97,9 @@ class Ahead:
                 traits(found[0].uuid)
                 return found
 
-            self._uuid = (None if opts.precheck_scheduler_filters
-                          else nodes.remembered(instance))
+            self._uuid = self.remembered = (
+                None if opts.precheck_scheduler_filters
+                else nodes.remembered(instance))
             if self._uuid is not None:
                 traits(self._uuid)
             else:
@@ -132,7 +135,7 @@ class Ahead:
         return self.node(context, instance)[0].uuid
 
 
-def _same_image_changed(instance, values):
+def _same_image_changed(context, instance, values):
     """Whether a rebuild with the server's own image is judged.
 
     ``orig_image_ref`` is nova's own answer to "the same image": the
@@ -144,9 +147,25 @@ def _same_image_changed(instance, values):
         return False
     # NOTE(nova-image-traits): at nova's first write the system metadata is
     # still the one the server had: nova rewrites it afterwards
-    # (API.rebuild's _reset_image_metadata, nova 31 to 34).
-    if not same_image.changed(instance.system_metadata, values['image'],
-                              values['flavor']):
+    # (API.rebuild's _reset_image_metadata, nova 31 to 34). It may describe
+    # another image: one a refused rebuild left behind, which this rebuild
+    # replaces. What the server recorded of its own is then unknown, and
+    # nothing is judged, as nova judges nothing.
+    recorded = dict(instance.system_metadata)
+    if not (values['is_volume_backed'] and recorded.get(
+            nova_request.SM_BASE_IMAGE_REF) in ('', instance.image_ref)):
+        # NOTE(nova-image-traits): a volume-backed server booted from its
+        # volume records the base image as nova-api created it (empty, or
+        # its imageRef), until its first reimage.
+        recorded = nova_request.trusted_system_metadata(
+            context, recorded, values['orig_image_ref'])
+    if recorded is None:
+        LOG.info('Rebuild of server %(uuid)s with its own image %(image)s: '
+                 'its system metadata describes another image, so what '
+                 'changed is unknown; not judged.',
+                 {'uuid': instance.uuid, 'image': values['image_href']})
+        return False
+    if not same_image.changed(recorded, values['image'], values['flavor']):
         LOG.debug('Rebuild of server %(uuid)s with its own image '
                   '%(image)s, unchanged: not judged.',
                   {'uuid': instance.uuid, 'image': values['image_href']})
@@ -172,16 +191,18 @@ def decide(context, instance, values, ahead):
     if not instance.host:
         return None  # never launched: nova answers
     if orig_image_ref == image_href and not _same_image_changed(
-            instance, values):
+            context, instance, values):
         return None  # the same image, as the server recorded it
     image_meta = objects.ImageMeta.from_dict(values['image'])
-    if CONF.image_traits.precheck_scheduler_filters:
+    if (CONF.image_traits.precheck_scheduler_filters and
+            orig_image_ref != image_href):
+        # NOTE(nova-image-traits): nova runs its rebuild filters for a new
+        # image only; a same-image rebuild is judged on what changed.
         if ahead is None:
             ahead = Ahead(context, instance)
         ahead.begin()
-        node, cell_uuid = ahead.node(context, instance)
-        refused = host_filters.refusal(context, instance, values, image_meta,
-                                       node, cell_uuid)
+        refused = _filters_refusal(context, instance, values, image_meta,
+                                   ahead)
         if refused is not None:
             return refused
     if not (nova_request.image_properties_from_image_meta(image_meta) or
@@ -201,6 +222,32 @@ def decide(context, instance, values, ahead):
     if ahead is None:
         ahead = Ahead(context, instance)
     ahead.begin()
-    request = dataclasses.replace(
-        request, compute_node_uuid=ahead.node_uuid(context, instance))
-    return engine.decide(request, conf=CONF, client=ahead.client)
+    remembered = ahead.remembered
+    decision = engine.decide(dataclasses.replace(
+        request, compute_node_uuid=ahead.node_uuid(context, instance)),
+        conf=CONF, client=ahead.client)
+    if decision.allowed or remembered is None:
+        return decision
+    # NOTE(nova-image-traits): never refuse on a remembered node: one
+    # created again under its name has a new UUID (:mod:`.nodes`).
+    current = nodes.compute_node(context, instance)[0].uuid
+    if current == remembered:
+        return decision
+    LOG.info('Compute node %(node)s of server %(uuid)s is now %(current)s; '
+             'deciding again.', {'node': remembered, 'uuid': instance.uuid,
+                                 'current': current})
+    return engine.decide(dataclasses.replace(
+        request, compute_node_uuid=current), conf=CONF, client=ahead.client)
+
+
+def _filters_refusal(context, instance, values, image_meta, ahead):
+    try:
+        from nova_image_traits.api import host_filters
+    except ImportError as e:
+        LOG.warning('The image traits pre-check cannot run the scheduler '
+                    'filters here (%s); nova goes on and its scheduler runs '
+                    'them.', e)
+        return None
+    node, cell_uuid = ahead.node(context, instance)
+    return host_filters.refusal(context, instance, values, image_meta, node,
+                                cell_uuid)

@@ -15,10 +15,14 @@ Its UUID is also its resource provider's, which every strategy asks
 placement about. nova-api reads the node from the cell database once per
 node and process, then remembers its UUID, as it keeps the cell mappings
 it read: a compute node keeps its UUID for its lifetime (nova's stable
-compute node identity). A node created again under the same name with a
-new UUID leaves placement answering 404 for the old one: that decision
-fails, nova goes on and the conductor decides, and the pre-check calls
-:func:`forget`, so that the next rebuild reads the node again.
+compute node identity). A node can still be created again under its old
+name with a new UUID, and placement then knows nothing of the one
+remembered, which a strategy may read as "nothing there": so the
+pre-check never refuses on a remembered node. Before refusing it reads
+the node again, and decides again when the UUID changed
+(:func:`.decide.decide`). With ``[image_traits]
+precheck_scheduler_filters`` the filters need the node itself, which is
+then read for every decision.
 """
 
 import collections

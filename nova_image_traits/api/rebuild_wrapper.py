@@ -43,8 +43,8 @@ from oslo_log import log as logging
 
 from nova_image_traits.api import compat
 from nova_image_traits.api import decide as nit_decide
-from nova_image_traits.api import nodes
 from nova_image_traits import decision as nit_decision
+from nova_image_traits import exception
 
 LOG = logging.getLogger(__name__)
 
@@ -166,16 +166,19 @@ def _verdict(refuse, context, instance, values, ahead):
     """The ``webob`` error refusing the rebuild, or None to let it go on."""
     try:
         decision = nit_decide.decide(context, instance, values, ahead)
+    except exception.NovaImageTraitsException as e:
+        # NOTE(nova-image-traits): a known failure (the compute node not
+        # read in time): no traceback.
+        LOG.warning('The image traits pre-check could not decide the '
+                    'rebuild of server %(uuid)s (%(error)s); nova goes on '
+                    'and the conductor decides.',
+                    {'uuid': instance.uuid, 'error': e})
+        return None
     except Exception:
-        nodes.forget(instance)
         LOG.exception('The image traits pre-check failed for the rebuild of '
                       'server %s; nova goes on and the conductor decides.',
                       instance.uuid)
         return None
-    if decision is not None and decision.outcome == nit_decision.ERROR:
-        # NOTE(nova-image-traits): placement may not know the remembered
-        # compute node (one created again): read it anew next time.
-        nodes.forget(instance)
     if decision is None or decision.allowed:
         return None
     if (decision.outcome == nit_decision.ERROR and

@@ -257,35 +257,47 @@ class PrecheckComputeNodeTest(test_precheck._PrecheckBase):
             objects.ComputeNode, 'get_by_host_and_nodename', get))
         return reads
 
-    def test_read_once_for_every_rebuild(self):
+    def test_read_once_for_accepted_rebuilds(self):
         reads = self._reads()
         for _i in range(2):
             self.server = self.rebuild(
                 self.server, self.create_image(required=[GOLD]))
             self.assertEqual('ACTIVE', self.server['status'])
+        self.assertEqual(1, len(reads))
+        # A refusal reads the node again first, never refusing on a
+        # remembered one.
         resp = self._rebuild_refused(self.create_image(required=ABSENT))
         self.assertEqual(400, resp.status_code)
-        self.assertEqual(1, len(reads))
+        self.assertEqual(2, len(reads))
 
-    def test_a_node_placement_does_not_know_is_read_again(self):
+    def test_a_node_created_again_is_read_before_refusing(self):
         # A node created again under its name has a new UUID: the one
         # remembered is unknown to placement.
         self.assertEqual(400, self._rebuild_refused(
             self.create_image(required=ABSENT)).status_code)
         inst = objects.Instance.get_by_uuid(
             nova_context.get_admin_context(), self.server['id'])
-        nit_nodes._UUIDS[(inst.host, inst.node)] = (
-            uuidutils.generate_uuid())
+        stale = uuidutils.generate_uuid()
+        nit_nodes._UUIDS[(inst.host, inst.node)] = stale
         reads = self._reads()
-        # The pre-check cannot decide: nova goes on, the hook refuses.
-        server = self.rebuild(self.server, self.create_image(required=ABSENT))
-        self.assertEqual('ERROR', server['status'])
-        self.assertIn('the conductor decides', self.stdlog.logger.output)
-        # The next rebuild (nova rebuilds a server in ERROR) reads the node
-        # again, and is decided by the pre-check.
-        self.assertEqual(400, self._rebuild_refused(
-            self.create_image(required=ABSENT)).status_code)
+        # Not refused on the remembered node: read again, and decided on
+        # the current one.
+        resp = self._rebuild_refused(self.create_image(required=ABSENT))
+        self.assertEqual(400, resp.status_code)
+        self.assertIn(ABSENT[0], resp.json()['badRequest']['message'])
         self.assertEqual([(inst.host, inst.node)], reads)
+        self.assertIn('Compute node %s of server %s is now'
+                      % (stale, self.server['id']), self.stdlog.logger.output)
+        self.assertEqual(self.root, nit_nodes.remembered(inst))
+
+    def test_an_accepted_rebuild_on_a_remembered_node_reads_nothing(self):
+        self.server = self.rebuild(self.server,
+                                   self.create_image(required=[GOLD]))
+        reads = self._reads()
+        self.server = self.rebuild(self.server,
+                                   self.create_image(required=[GOLD]))
+        self.assertEqual('ACTIVE', self.server['status'])
+        self.assertEqual([], reads)
 
     def test_waiting_for_the_node_counts_in_the_decision(self):
         self.flags(decision_timeout=0.5, group='image_traits')

@@ -111,6 +111,26 @@ class SameImagePrecheckTest(test_precheck._PrecheckBase):
             'image_trait:%s' % GOLD))
         self.assertNotIn(GOLD, self._spec_traits())
 
+    def test_system_metadata_of_another_image_is_not_judged(self):
+        # A rebuild refused by the scheduler's filter leaves the refused
+        # image's system metadata behind (nova rolls back image_ref only):
+        # the server's own image, rebuilt again, is not judged against it.
+        other = self.create_image(required=[GOLD])
+        ctxt = nova_context.get_admin_context()
+        mapping = objects.InstanceMapping.get_by_instance_uuid(
+            ctxt, self.server['id'])
+        with nova_context.target_cell(ctxt, mapping.cell_mapping) as cctxt:
+            inst = objects.Instance.get_by_uuid(
+                cctxt, self.server['id'], expected_attrs=['system_metadata'])
+            inst.system_metadata['image_base_image_ref'] = other
+            inst.system_metadata['image_trait:%s' % GOLD] = 'required'
+            inst.save()
+        self._change_image(required=[ABSENT[0]])
+        server = self.rebuild(self.server, self.old_image)
+        self.assertEqual('ACTIVE', server['status'])
+        self.assertEqual([None], self.decided)
+        self.assertIn('describes another image', self.stdlog.logger.output)
+
     def test_switched_off_as_before(self):
         self.flags(judge_same_image_rebuild=False, group='image_traits')
         self._change_image(required=[ABSENT[0]])
