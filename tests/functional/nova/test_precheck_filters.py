@@ -131,6 +131,17 @@ class PrecheckFiltersOnTest(_FiltersBase):
                 self.assert_refused_by(self.create_image(**props),
                                        'ImagePropertiesFilter')
 
+    def test_not_run_for_the_same_image(self):
+        # nova runs its rebuild filters for a new image only: the server's
+        # own image, which changed in a way the strategy accepts, is not
+        # refused by AggregateImagePropertiesIsolation.
+        self.glance.images[self.old_image]['properties']['os_distro'] = (
+            'windows')
+        server = self.rebuild(self.server, self.old_image)
+        self.assertEqual('ACTIVE', server['status'])
+        self.assertIn('judged as a new image', self.stdlog.logger.output)
+        self.assertNotIn(scheduler_filter.CAUSE, self.stdlog.logger.output)
+
     def test_aggregate_isolation_refuses_with_a_400(self):
         self.assert_refused_by(self.create_image(os_distro='windows'),
                                ISOLATION)
