@@ -51,6 +51,7 @@ class Sample:
     :ivar bare: seconds the same requests take alone, sent one after the
         other over a plain keep-alive ``requests`` session: the placement
         floor of the decision (None when not measured)
+    :ivar cause: the decision's cause (None when it gave none)
     """
     seconds: float
     cpu: float
@@ -59,6 +60,7 @@ class Sample:
     outcome: str
     discovery: bool
     bare: float = None
+    cause: str = None
 
 
 class Engine:
@@ -127,7 +129,8 @@ class Engine:
             self._bare.get(endpoint + url, headers=headers).content
         return time.perf_counter() - start
 
-    def decide(self, strategy, host, case, bare=False, derived=None):
+    def decide(self, strategy, host, case, bare=False, derived=None,
+               forbidden=()):
         """Run one decision and return its :class:`Sample`.
 
         :param strategy: the strategy name
@@ -138,11 +141,16 @@ class Engine:
             that neither order is favoured
         :param derived: the requirements nova derives from the new image,
             a :class:`~nova_image_traits.requirements.Derived`
+        :param forbidden: the aggregates a boot of the new image may not
+            use, as nova's ``isolate_aggregates`` finds them
         """
         conf = self.conf(strategy)
         request = scenario.rebuild_request(host, case)
         if derived is not None:
             request = dataclasses.replace(request, derived=derived)
+        if forbidden:
+            request = dataclasses.replace(
+                request, forbidden_aggregates=frozenset(forbidden))
         self._calls += 1
         replay_first = bare and self._calls % 2
         before = self._replay_plan(strategy, host, case) if replay_first \
@@ -165,7 +173,7 @@ class Engine:
         if result.fallback:
             outcome = '%s (%s)' % (outcome, result.fallback)
         return Sample(seconds, cpu, result.requests, len(records), outcome,
-                      VERSION_REQUEST in records, bare_seconds)
+                      VERSION_REQUEST in records, bare_seconds, result.cause)
 
     def _replay_plan(self, strategy, host, case):
         return self._plans.get((strategy, host.root, case.name))

@@ -24,8 +24,10 @@ cloud. Phases:
     A B, B A, ... (:func:`benchmarks.phases.growth_order`); this gives
     the growth ratios.
 
-The create path is measured after ``main``; the audit runs last, on the
-grown cloud, whose background hosts serve as its compute nodes.
+The create path is measured after ``main``; the placement requests of
+aggregate isolation (:mod:`benchmarks.isolation`, counted, not timed)
+after the growth phases; the audit runs last, on the grown cloud, whose
+background hosts serve as its compute nodes.
 Prints Markdown, writes JSON (and ``benchmarks/RESULTS.md`` after a full
 run) and exits 1 when a target is missed or pending.
 
@@ -108,6 +110,7 @@ def run_all(config):
     from benchmarks import audit
     from benchmarks import createpath
     from benchmarks import derive
+    from benchmarks import isolation
     from benchmarks import novacheck
     from benchmarks import precheck
     from benchmarks import rebuild
@@ -132,6 +135,8 @@ def run_all(config):
         results['growth'] = phases.growth(grown, cycles)
         results['derived'] = derive.measure(cloud, engine, config['runs'])
         phases.progress('derived requirements measured')
+        results['isolation'] = isolation.measure(cloud, engine, strategies)
+        phases.progress('aggregate isolation counted')
         engine.close()
         started = time.monotonic()
         results['audit'] = audit.measure(cloud, config['audit'])

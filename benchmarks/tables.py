@@ -16,6 +16,8 @@ Everything here works on the JSON-able results dict that
 :mod:`benchmarks.targets`.
 """
 
+from benchmarks import isolation
+
 
 def _fmt(value, digits=1):
     if value is None:
@@ -179,6 +181,8 @@ def sections(results, targets):
         ("The nova-api pre-check, through nova's API", precheck_rows(results)),
         ('Derived requirements (vTPM, disk bus, ...)',
          _derived_rows(results)),
+        ('Aggregate isolation: placement requests per decision',
+         isolation.rows(results)),
         ('Measured properties, not targets', property_rows(results)),
         ('Targets', target_rows(targets)),
     ]

@@ -199,11 +199,15 @@ def target_precheck(results):
 def evaluate(results):
     """Return every target's verdict."""
     from benchmarks import derive  # nova: imported when used
+    from benchmarks import isolation
+    this = sys.modules[__name__]
     return [check(results) for check in (
         target_requests, target_nova_ratio, target_create_path,
         target_growth, target_overhead, target_audit,
         target_precheck)] + [
-        derive.target(results, sys.modules[__name__])]
+        derive.target(results, this),
+        isolation.target_requests(results, this),
+        isolation.target_alike(results, this)]
 
 
 def missed(targets):

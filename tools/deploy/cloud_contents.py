@@ -14,11 +14,13 @@
 The traits (``TRAITS``: compute1's root gets the gold one from nova's
 ``provider.yaml``, a child provider of compute2 the nested one, and the
 absent one is on no provider), the flavor ``m1.nit``, the images (one
-requiring each trait, a vTPM one, and ``nit-plain`` and ``nit-plain2``
-requiring nothing) and the servers ``nit-a`` (compute1), ``nit-b``
-(compute2) and the volume-backed ``nit-v`` (compute1), all booted from
-the plain image by ``demo``; what cinder recorded of ``nit-v``'s root
-volume is checked in its database.
+requiring each trait and a second, ``nit-gold2``, requiring the gold one,
+a vTPM one, and ``nit-plain`` and ``nit-plain2`` requiring nothing) and
+the servers ``nit-a`` (compute1), ``nit-b`` (compute2) and the
+volume-backed ``nit-v`` (compute1), booted from the plain image by
+``demo``, and ``nit-g`` (compute1), booted from the gold image for the
+isolated-aggregate case (``isolation_case.py``); what cinder recorded of
+``nit-v``'s root volume is checked in its database.
 """
 
 import os
@@ -28,6 +30,9 @@ from processes import Failure
 #: The trait each image of that name requires.
 TRAITS = {'gold': 'CUSTOM_NIT_GOLD', 'nested': 'CUSTOM_NIT_NESTED',
           'absent': 'CUSTOM_NIT_ABSENT'}
+#: The trait each image requires: the gold one twice, so that a server
+#: of the gold image can be rebuilt to another that requires it.
+IMAGE_TRAITS = dict(TRAITS, gold2=TRAITS['gold'])
 PLACEMENT = ('--os-placement-api-version', '1.14')
 #: Images whose properties nova turns into requirements at boot.
 DERIVED_IMAGES = {'vtpm': ['hw_tpm_version=2.0', 'hw_tpm_model=tpm-crb']}
@@ -54,11 +59,12 @@ class CloudContents:
         with open(path, 'wb') as f:
             f.write(b'\0' * 4096)
         self.images = {}
-        for name in ('plain', 'plain2', 'gold', 'nested', 'absent', 'vtpm'):
+        for name in ('plain', 'plain2', 'gold', 'gold2', 'nested', 'absent',
+                     'vtpm'):
             props = []
-            if name in TRAITS:
+            if name in IMAGE_TRAITS:
                 props = ['--property', 'trait:%s=required' %
-                         TRAITS[name]]
+                         IMAGE_TRAITS[name]]
             for prop in DERIVED_IMAGES.get(name, ()):
                 props += ['--property', prop]
             self.images[name] = self.admin(
@@ -82,7 +88,10 @@ class CloudContents:
                 TRAITS['nested'], child, *PLACEMENT)
         self.child = child
         self.servers = {'a': self.boot('nit-a', 'compute1'),
-                        'b': self.boot('nit-b', 'compute2')}
+                        'b': self.boot('nit-b', 'compute2'),
+                        # Only compute1 has the gold trait.
+                        'g': self.boot('nit-g', 'compute1', image='gold',
+                                       steer=False)}
         dep.wait_cinder()
         # Volume-backed: nova asks cinder for a volume made from the plain
         # image, and boots from it.
@@ -107,18 +116,20 @@ class CloudContents:
         #: The image a volume-backed server's root volume holds.
         self.volume_image = self.images['plain']
 
-    def boot(self, name, host, *args):
-        """As demo, with the other compute disabled for the boot."""
+    def boot(self, name, host, *args, image='plain', steer=True):
+        """As demo, from IMAGE, with the other compute disabled (STEER)."""
         other = 'compute2' if host == 'compute1' else 'compute1'
-        self.dep.osc('admin', 'compute', 'service', 'set', '--disable',
-                     other, 'nova-compute')
+        if steer:
+            self.dep.osc('admin', 'compute', 'service', 'set', '--disable',
+                         other, 'nova-compute')
         try:
             server = self.user('server', 'create', '--flavor', 'm1.nit',
-                               '--image', self.images['plain'], '--nic',
+                               '--image', self.images[image], '--nic',
                                'none', *args, '--wait', name)
         finally:
-            self.dep.osc('admin', 'compute', 'service', 'set', '--enable',
-                         other, 'nova-compute')
+            if steer:
+                self.dep.osc('admin', 'compute', 'service', 'set',
+                             '--enable', other, 'nova-compute')
         shown = self.admin('server', 'show', server['id'])
         if shown['status'] != 'ACTIVE' or shown.get(
                 'OS-EXT-SRV-ATTR:host') != host:

@@ -39,7 +39,10 @@ conductors and the scheduler with that strategy and checks the rebuilds of
 rebuild, show) and as an admin (images, traits, services, state resets),
 and after each refusal what nova's databases keep of the refused image.
 Then two refusals by ``ImageTraitsFilter`` alone (with the hook, and with
-nova's own ``nova-conductor``), and tempest with the nova-api pre-check
+nova's own ``nova-conductor``) before the last strategy, whose control
+runs with ``[scheduler] enable_isolated_aggregate_filtering`` on; after
+its cases, one isolated-aggregate case (``isolation_case.py``), with the
+hook and then with the nova-api pre-check; and tempest with the pre-check
 in nova-api's paste pipeline and cinder available.
 
 :class:`Deployment` is made of the modules beside this one, one a role:
@@ -93,6 +96,9 @@ class Deployment(processes.Processes,
         self.auth_url = 'http://%s:%d/v3' % (HOST, self.port['keystone'])
         self.secret_tokens = []
         self._auto_approve = None
+        #: [scheduler] enable_isolated_aggregate_filtering in the nova.conf
+        #: of nova-api and the super conductor and in nova-scheduler's
+        self.isolated_aggregate_filtering = False
 
 
 def installed_strategies():
@@ -145,11 +151,19 @@ def main():
             if i == len(strategies) - 1:
                 # Before the last strategy, whose control tempest uses.
                 dep.phase('refused by the filter alone', sc.run_filter_alone)
+                # Its control, and nova-api from the pre-check on, isolate
+                # aggregates; nothing is isolated but in the isolation case.
+                dep.isolated_aggregate_filtering = True
             if i or len(strategies) == 1:
                 dep.phase('restart control (%s)' % strategy,
                           sc.restart_control, strategy)
             dep.phase('rebuilds (%s)' % strategy, sc.run_strategy, strategy)
+        dep.phase('isolated aggregate', sc.isolate)
+        dep.phase('isolated aggregate, the hook', sc.run_isolation_hook,
+                  strategies[-1])
         dep.phase('nova-api with the pre-check', dep.enable_precheck)
+        dep.phase('isolated aggregate, the pre-check',
+                  sc.run_isolation_precheck)
         dep.phase('computes reporting', dep.wait_computes_report)
         dep.phase('tempest', sc.run_tempest, strategies[-1])
         dep.phase('logs hold no secret', sc.check_secrets)

@@ -88,10 +88,14 @@ class RebuildChecks:
             f.seek(offset)
             return f.read()
 
-    def decisions_since(self, name, offset):
+    @staticmethod
+    def decisions_in(text):
+        """The fields of each decision line in TEXT."""
         return [_fields(m.group(1)) for m in map(
-            DECISION_RE.search, self.log_since(name, offset).splitlines())
-            if m]
+            DECISION_RE.search, text.splitlines()) if m]
+
+    def decisions_since(self, name, offset):
+        return self.decisions_in(self.log_since(name, offset))
 
     def before_rebuild(self, sid, image):
         """Wait for SID to be idle; its image, and nova's database rows."""

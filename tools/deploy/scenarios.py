@@ -22,8 +22,9 @@ one query) for what they keep of the refused image.
 ``cloud_contents.py`` (the flavor, images, traits, providers and
 servers), ``rebuild_checks.py`` (what every rebuild case shares),
 ``strategy_cases.py`` (the cases of one strategy), ``filter_alone.py``
-(the refusals by ImageTraitsFilter alone) and ``tempest_run.py``; the
-check that no log holds a secret is here.
+(the refusals by ImageTraitsFilter alone), ``isolation_case.py`` (a host
+isolated for a trait) and ``tempest_run.py``; the check that no log holds
+a secret is here.
 """
 
 import os
@@ -31,6 +32,7 @@ import re
 
 import cloud_contents
 import filter_alone
+import isolation_case
 from processes import Failure
 import rebuild_checks
 import strategy_cases
@@ -43,6 +45,7 @@ class Scenarios(cloud_contents.CloudContents,
                 rebuild_checks.RebuildChecks,
                 strategy_cases.StrategyCases,
                 filter_alone.FilterAlone,
+                isolation_case.IsolationCase,
                 tempest_run.Tempest):
     """The phases run in the cloud of Deployment DEP, checked by TABLE."""
 

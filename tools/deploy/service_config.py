@@ -16,10 +16,11 @@ of sections; the authtoken and client sections each service needs of
 Keystone are here, with nova's three files (``nova.conf`` for nova-api
 and the super conductor, ``nova-scheduler.conf`` with
 ImageTraitsFilter's strategy, ``nova-cell1.conf`` for cell1's conductor
-and the computes) and the nova-api pre-check that :func:`add_precheck`
-puts in nova's ``api-paste.ini``. The settings of nova-image-traits it
-writes are those of the README and the devstack plugin (tests/unit
-compares them).
+and the computes; the first two with ``[scheduler]
+enable_isolated_aggregate_filtering`` once the deployment turns it on)
+and the nova-api pre-check that :func:`add_precheck` puts in nova's
+``api-paste.ini``. The settings of nova-image-traits it writes are those
+of the README and the devstack plugin (tests/unit compares them).
 """
 
 import os
@@ -124,6 +125,13 @@ class ServiceConfig:
         api = self.nova_sections(self.rabbit_url('nova_api'), 'nova_cell0',
                                  strategy)
         api['api_database'] = {'connection': self.db_url('nova_api')}
+        if self.isolated_aggregate_filtering:
+            # Where nova reads it (nova-scheduler's request filter) and
+            # where the package does (nova-api's pre-check and the super
+            # conductor's hook, which share nova.conf here); not in the
+            # cell conductor's file, which has no API database to ask.
+            api['scheduler'] = dict(
+                api['scheduler'], enable_isolated_aggregate_filtering='True')
         self.nova_conf = os.path.join(d, 'nova.conf')
         self.write_conf(self.nova_conf, api)
         # nova-scheduler's own file: nova.conf, and its ImageTraitsFilter's
