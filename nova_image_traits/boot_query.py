@@ -42,13 +42,16 @@ class Asked:
 class Asker:
     """Ask nova what a boot of one image would send placement."""
 
-    def __init__(self, context, spec, is_volume_backed, filters):
+    def __init__(self, context, spec, is_volume_backed, filters,
+                 flavor=None):
         self.context = context
         # NOTE(founders): one copy for every image asked about: the request
         # filters and ResourceRequest change only its image and its
         # request-level parameters, which each ask sets anew.
         self.spec = spec.obj_clone()
         self.spec.is_bfv = bool(is_volume_backed)
+        if flavor is not None:
+            self.spec.flavor = flavor
         self.filters = tuple(filters)
         self.names = tuple(f.__name__ for f in self.filters)
 

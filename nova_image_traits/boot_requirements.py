@@ -139,7 +139,7 @@ class BootRequest:
 
 
 def derive(context, spec, image_meta, is_volume_backed, judge=True,
-           attribute=True, current=None):
+           attribute=True, current=None, flavor=None):
     """Return the :class:`BootRequest` of a boot of ``image_meta``.
 
     :param context: the request context the request filters are given
@@ -157,9 +157,11 @@ def derive(context, spec, image_meta, is_volume_backed, judge=True,
         derive the current image; called once, only when the new image
         derives anything, for the :attr:`BootRequest.original`
         requirements
+    :param flavor: the ``nova.objects.Flavor`` of the boot, when not the
+        spec's (nova's API holds the server's before it saves the spec)
     """
     asked = boot_query.Asker(context, spec, is_volume_backed,
-                             image_filters() if judge else ())
+                             image_filters() if judge else (), flavor=flavor)
     try:
         new = asked(image_meta, strict=True)
     except Exception as e:
@@ -183,7 +185,7 @@ def derive(context, spec, image_meta, is_volume_backed, judge=True,
     current_image = current() if derived and current is not None else None
     return BootRequest(query, derived, None if current_image is None else
                        original(context, spec, current_image,
-                                is_volume_backed))
+                                is_volume_backed, flavor=flavor))
 
 
 def _added(asked, new, image_meta, attribute):
@@ -217,7 +219,7 @@ def _added(asked, new, image_meta, attribute):
     return new.query.without(traits), derived
 
 
-def original(context, spec, image_meta, is_volume_backed):
+def original(context, spec, image_meta, is_volume_backed, flavor=None):
     """The requirements a boot of the current image asked, or None.
 
     :returns: a frozenset of :class:`~.requirements.Requirement`, or None
@@ -225,7 +227,7 @@ def original(context, spec, image_meta, is_volume_backed):
     """
     try:
         request = derive(context, spec, image_meta, is_volume_backed,
-                         attribute=False)
+                         attribute=False, flavor=flavor)
     except Exception:
         return None
     if request.derived is None:
@@ -233,7 +235,7 @@ def original(context, spec, image_meta, is_volume_backed):
     return frozenset(request.derived.traits)
 
 
-def forbidden_aggregates(context, spec, image_meta):
+def forbidden_aggregates(context, spec, image_meta, flavor=None):
     """The aggregates a boot of ``image_meta`` may not use, by nova's code.
 
     nova's request filter ``isolate_aggregates`` (with ``[scheduler]
@@ -247,12 +249,15 @@ def forbidden_aggregates(context, spec, image_meta):
     :param context: the request context, to read the API database
     :param spec: the rebuild's ``nova.objects.RequestSpec``; not changed
     :param image_meta: the new image's ``nova.objects.ImageMeta``
+    :param flavor: as for :func:`derive`
     :returns: a frozenset of aggregate UUIDs
     """
     if not nova.conf.CONF.scheduler.enable_isolated_aggregate_filtering:
         return frozenset()
     clone = spec.obj_clone()
     clone.image = image_meta
+    if flavor is not None:
+        clone.flavor = flavor
     # NOTE(founders): a boot starts without a destination; what a persisted
     # one holds is of another request (the boot of the former image).
     clone.requested_destination = None

@@ -245,9 +245,10 @@ def rebuild_request(context, spec, image_meta, compute_node_uuid, host,
         the aggregates isolation forbids a boot of the new image
     """
     is_volume_backed = _volume_backed(spec, is_volume_backed)
-    if flavor is not None and flavor is not spec.flavor:
-        spec = spec.obj_clone()
-        spec.flavor = flavor
+    # NOTE(founders): the spec is never changed: each use copies it anyway,
+    # and puts this flavor on its copy.
+    if flavor is not None and flavor is spec.flavor:
+        flavor = None
     judge = judges_derived(conf)
     reads_original = _reads_original(conf)
     # NOTE(founders): the system metadata is checked (which may ask Glance)
@@ -261,13 +262,13 @@ def rebuild_request(context, spec, image_meta, compute_node_uuid, host,
                if reads_original else None)
     boot = boot_requirements.derive(context, spec, image_meta,
                                     is_volume_backed, judge=judge,
-                                    current=current)
+                                    current=current, flavor=flavor)
     orig_sys_metadata = trusted()
     return nit_request.RebuildRequest(
         instance_uuid=spec.instance_uuid,
         compute_node_uuid=compute_node_uuid,
         image_properties=image_properties_from_image_meta(image_meta),
-        flavor=flavor_from_nova(spec.flavor),
+        flavor=flavor_from_nova(spec.flavor if flavor is None else flavor),
         original_image_properties=image_properties_from_system_metadata(
             orig_sys_metadata),
         is_volume_backed=is_volume_backed,
@@ -275,4 +276,4 @@ def rebuild_request(context, spec, image_meta, compute_node_uuid, host,
         original_derived=boot.original,
         host=host, global_request_id=getattr(context, 'global_id', None),
         forbidden_aggregates=boot_requirements.forbidden_aggregates(
-            context, spec, image_meta))
+            context, spec, image_meta, flavor=flavor))
