@@ -36,6 +36,7 @@ from cloud_contents import CloudContents  # noqa: E402
 from cloud_contents import PLACEMENT  # noqa: E402
 from cloud_contents import TRAITS  # noqa: E402
 import deploy  # noqa: E402
+from filter_alone import NO_HOST  # noqa: E402
 from processes import Failure  # noqa: E402
 from rebuild_checks import RebuildChecks  # noqa: E402
 from rebuild_checks import TENANT_REASON  # noqa: E402
@@ -60,7 +61,7 @@ CONFIGS = {
     'filter alone': dict(
         precheck=False, strategy='tree_traits', scheduler='held_providers',
         accepted=('plain', 'plain2'), refused='nested', refusal='error',
-        owner_reads=TENANT_REASON),
+        owner_reads=NO_HOST),
 }
 #: Without the pre-check first: nova-api restarts once, to add it.
 ORDER = ('hook alone', 'filter alone', 'precheck+hook')
@@ -300,6 +301,23 @@ def write_results(path, load, configs):
     return '\n'.join(lines)
 
 
+class LoadDeployment(deploy.Deployment):
+    """The deployment's cloud, with keystoneauth's placement retries."""
+
+    placement_connect_retries = 0
+
+    def nova_sections(self, transport, database, strategy):
+        sections = super().nova_sections(transport, database, strategy)
+        if self.placement_connect_retries:
+            # keystoneauth's, which the pre-check's and the hook's
+            # placement client honours (nova_image_traits.placement.client).
+            sections['placement'] = dict(
+                sections['placement'],
+                connect_retries=str(self.placement_connect_retries),
+                connect_retry_delay='0.1')
+        return sections
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--work', required=True)
@@ -311,10 +329,14 @@ def main():
                         help='iterations: two rebuild calls each')
     parser.add_argument('--configs', nargs='*', default=list(ORDER),
                         choices=ORDER)
+    parser.add_argument('--placement-connect-retries', type=int, default=0,
+                        help="nova's [placement] connect_retries (default: "
+                        'none, as in the deployment job)')
     args = parser.parse_args()
     if os.path.exists(args.work):
         shutil.rmtree(args.work)
-    dep = deploy.Deployment(args.work, args.base_port)
+    dep = LoadDeployment(args.work, args.base_port)
+    dep.placement_connect_retries = args.placement_connect_retries
     os.makedirs(dep.logs)
     os.makedirs(os.path.join(args.work, 'pids'))
     dep.strategies = ['tree_traits']
