@@ -113,6 +113,7 @@ class LoadRunTest(testtools.TestCase):
             if name.endswith('.py'):
                 self.addCleanup(sys.modules.pop, name[:-3], None)
         self.load = _load('load_run')
+        self.figures = _load('load_figures')
         self.checks = _load('rebuild_checks')
 
     def test_accepted_and_refused_as_the_table_says(self):
@@ -142,9 +143,9 @@ class LoadRunTest(testtools.TestCase):
 
     def test_percentiles(self):
         values = [0.5, 0.1, 0.3, 0.2, 0.4]
-        self.assertEqual(0.3, self.load.percentile(values, 50))
-        self.assertAlmostEqual(0.48, self.load.percentile(values, 95))
-        self.assertEqual(0.7, self.load.percentile([0.7], 95))
+        self.assertEqual(0.3, self.figures.percentile(values, 50))
+        self.assertAlmostEqual(0.48, self.figures.percentile(values, 95))
+        self.assertEqual(0.7, self.figures.percentile([0.7], 95))
 
     def test_atomic_durations_and_errors(self):
         def it(error, *actions):
@@ -156,7 +157,27 @@ class LoadRunTest(testtools.TestCase):
                ('nit.rebuild_refused', 0.5)),
             it(['UnexpectedResult', 'boom'],
                ('nit.rebuild_accepted', 0.75))]}]}]}]}
-        durations, errors = self.load.atomic_durations(report)
+        durations, errors = self.figures.atomic_durations(report)
         self.assertEqual({'nit.rebuild_accepted': [0.25, 0.75],
                           'nit.rebuild_refused': [0.5]}, durations)
         self.assertEqual([['UnexpectedResult', 'boom']], errors)
+
+    def test_table(self):
+        path = self.useFixture(fixtures.TempDir()).join('t.md')
+        row = {'rc': 0, 'errors': [], 'problems': [], 'load': (1.0, 2.5),
+               'nit.rebuild_accepted': {'n': 2, 'p50': 0.5, 'p95': 0.75},
+               'nit.rebuild_refused': {'n': 2, 'p50': 0.25, 'p95': 0.3}}
+        bad = dict(row, rc=2, errors=[['E']], problems=['x is error'])
+        table = self.figures.write_table(
+            path, {'servers': 2, 'concurrency': 1, 'times': 2},
+            {'hook alone': row, 'precheck+hook': bad},
+            {'hook alone': 'error', 'precheck+hook': 'precheck'})
+        with open(path) as f:
+            self.assertEqual(table + '\n', f.read())
+        lines = table.splitlines()
+        self.assertEqual('| hook alone | ERROR | 500 / 750 (n=2) | '
+                         '250 / 300 (n=2) | 0 | nothing | 1.0 to 2.5 |',
+                         lines[-2])
+        self.assertEqual('| precheck+hook | 400 | 500 / 750 (n=2) | '
+                         '250 / 300 (n=2) | 1 (rally exited 2) | x is error '
+                         '| 1.0 to 2.5 |', lines[-1])

@@ -22,7 +22,8 @@ boots its servers on compute2, and is checked afterwards: every server
 ACTIVE on an accepted image, and nothing of the refused image in nova's
 databases (``RebuildChecks.leftovers``'s rule: ``instances.image_ref``,
 the ``image_*`` system metadata, the request spec). The rebuild call's
-p50 and p95 (Rally's atomic actions) go to ``<work>/load-results.md``.
+p50 and p95 (Rally's atomic actions, ``load_figures.py``) go to
+``<work>/load-results.md``.
 """
 
 import argparse
@@ -37,6 +38,7 @@ from cloud_contents import PLACEMENT  # noqa: E402
 from cloud_contents import TRAITS  # noqa: E402
 import deploy  # noqa: E402
 from filter_alone import NO_HOST  # noqa: E402
+import load_figures  # noqa: E402
 from processes import Failure  # noqa: E402
 from rebuild_checks import RebuildChecks  # noqa: E402
 from rebuild_checks import TENANT_REASON  # noqa: E402
@@ -67,31 +69,6 @@ CONFIGS = {
 ORDER = ('hook alone', 'filter alone', 'precheck+hook')
 HOST = 'compute2'
 OTHER = 'compute1'
-ATOMIC = ('nit.rebuild_accepted', 'nit.rebuild_refused')
-
-
-def percentile(values, p):
-    """The P-th percentile of VALUES, interpolated (as Rally's tables)."""
-    values = sorted(values)
-    k = (len(values) - 1) * p / 100.0
-    lo = int(k)
-    hi = min(lo + 1, len(values) - 1)
-    return values[lo] + (values[hi] - values[lo]) * (k - lo)
-
-
-def atomic_durations(report):
-    """{atomic action name: [seconds]}, and the iterations with an error."""
-    durations, errors = {}, []
-    for task in report['tasks']:
-        for sub in task['subtasks']:
-            for wl in sub['workloads']:
-                for it in wl['data']:
-                    if it.get('error'):
-                        errors.append(it['error'])
-                    for act in it['atomic_actions']:
-                        durations.setdefault(act['name'], []).append(
-                            act['finished_at'] - act['started_at'])
-    return durations, errors
 
 
 class LoadRun(CloudContents, RebuildChecks):
@@ -199,15 +176,16 @@ class LoadRun(CloudContents, RebuildChecks):
         out = os.path.join(self.rally_dir, name + '.report.json')
         self.rally('task', 'report', '--json', '--out', out)
         with open(out) as f:
-            durations, errors = atomic_durations(json.load(f))
+            durations, errors = load_figures.atomic_durations(
+                json.load(f))
         problems = self.check_servers(conf)
         row = {'rc': started.returncode, 'errors': errors,
                'problems': problems,
                'load': (load_before, os.getloadavg()[0])}
         for action, values in sorted(durations.items()):
             row[action] = {'n': len(values),
-                           'p50': percentile(values, 50),
-                           'p95': percentile(values, 95)}
+                           'p50': load_figures.percentile(values, 50),
+                           'p95': load_figures.percentile(values, 95)}
         self.results[label] = row
         self.dep.note('%s: %s' % (label, json.dumps(row)))
         self.delete_servers()
@@ -265,40 +243,6 @@ class LoadRun(CloudContents, RebuildChecks):
         servers = self.load_servers()
         if servers:
             self.dep.osc('admin', 'server', 'delete', '--wait', *servers)
-
-
-def write_results(path, load, configs):
-    sizes = load.sizes
-    lines = ['%d servers on one host, %d iterations at %d at once; each '
-             'iteration one accepted and one refused rebuild '
-             '(%d rebuild calls).' % (
-                 sizes['servers'], sizes['times'], sizes['concurrency'],
-                 2 * sizes['times']), '',
-             '| configuration | refusal | accepted p50 / p95 (ms) | '
-             'refused p50 / p95 (ms) | unexpected errors | left of the '
-             'refused image | load average |',
-             '| --- | --- | --- | --- | --- | --- | --- |']
-    for label in configs:
-        row = load.results.get(label)
-        if row is None:
-            continue
-        cells = []
-        for action in ATOMIC:
-            a = row.get(action)
-            cells.append('%.0f / %.0f (n=%d)' % (
-                a['p50'] * 1000, a['p95'] * 1000, a['n']) if a else '-')
-        errors = '%d' % len(row['errors'])
-        if row['rc']:
-            errors += ' (rally exited %d)' % row['rc']
-        lines.append('| %s | %s | %s | %s | %s | %s | %.1f to %.1f |' % (
-            label, CONFIGS[label]['refusal'].replace(
-                'precheck', '400').replace('error', 'ERROR'),
-            cells[0], cells[1], errors,
-            'nothing' if not row['problems'] else '; '.join(
-                row['problems']), row['load'][0], row['load'][1]))
-    with open(path, 'w') as f:
-        f.write('\n'.join(lines) + '\n')
-    return '\n'.join(lines)
 
 
 class LoadDeployment(deploy.Deployment):
@@ -360,8 +304,9 @@ def main():
         for label in configs:
             dep.phase('configure (%s)' % label, load.configure, label)
             dep.phase('rally (%s)' % label, load.run_config, label)
-        table = write_results(os.path.join(args.work, 'load-results.md'),
-                              load, configs)
+        table = load_figures.write_table(
+            os.path.join(args.work, 'load-results.md'), load.sizes,
+            load.results, {c: CONFIGS[c]['refusal'] for c in configs})
         dep.note('load run:\n' + table)
         ok = all(not r['errors'] and not r['problems'] and r['rc'] == 0
                  for r in load.results.values())
