@@ -15,6 +15,10 @@ The targets are judged again (:mod:`benchmarks.targets`) on the JSON-able
 results dict that :mod:`benchmarks.run` writes, and rendered as Markdown
 or, with ``--rst``, as the tables of the performance page
 (:mod:`benchmarks.tables`).
+
+:func:`keep_hand_written` carries the hand-written sections of the old
+``RESULTS.md`` (those with :data:`HAND_WRITTEN` in them, such as the load
+run's) into the one :mod:`benchmarks.run` writes, before ``## Verdict``.
 """
 
 import argparse
@@ -23,6 +27,41 @@ import sys
 
 from benchmarks import tables
 from benchmarks import targets
+
+#: The line that marks a hand-written ``## `` section of RESULTS.md.
+HAND_WRITTEN = ('_Hand-written, not generated: `tox -e bench` keeps this '
+                'section when it writes this file again._')
+VERDICT = '## Verdict'
+
+
+def hand_written_sections(text):
+    """The ``## `` sections of TEXT that hold :data:`HAND_WRITTEN`."""
+    sections, current = [], []
+    for line in text.splitlines() + ['# end']:
+        if line.startswith(('# ', '## ')):
+            if current and HAND_WRITTEN in current:
+                sections.append('\n'.join(current).strip())
+            current = []
+        if line.startswith('## ') or current:
+            current.append(line)
+    return sections
+
+
+def keep_hand_written(new, old):
+    """NEW, the generated RESULTS.md, with OLD's hand-written sections.
+
+    They go just before NEW's ``## Verdict``, in their old order; a
+    section NEW has under the same title is not added twice.
+    """
+    titles = {line for line in new.splitlines() if line.startswith('## ')}
+    kept = [s for s in hand_written_sections(old)
+            if s.splitlines()[0] not in titles]
+    if not kept:
+        return new
+    at = new.find('\n%s\n' % VERDICT)
+    if at < 0:
+        return new.rstrip('\n') + '\n\n' + '\n\n'.join(kept) + '\n'
+    return new[:at + 1] + '\n\n'.join(kept) + '\n\n' + new[at + 1:]
 
 
 def main(argv=None):

@@ -45,6 +45,7 @@ import warnings
 
 from benchmarks import machine
 from benchmarks import phases
+from benchmarks import report
 from benchmarks import scenario
 from benchmarks import tables
 from benchmarks import targets
@@ -176,8 +177,13 @@ def write_results_md(results, verdicts, text):
     lines += ['- %s: %s' % (t['status'].upper(), targets.summary(t))
               for t in missed] or ['All targets met.']
     lines += ['', text]
+    new = '\n'.join(lines) + '\n'
+    if os.path.exists(RESULTS_MD):
+        # The hand-written sections (the load run's) stay.
+        with open(RESULTS_MD) as f:
+            new = report.keep_hand_written(new, f.read())
     with open(RESULTS_MD, 'w') as f:
-        f.write('\n'.join(lines) + '\n')
+        f.write(new)
     with open(RESULTS_RST, 'w') as f:
         f.write(tables.render_rst(results, verdicts) + '\n')
 

@@ -99,3 +99,85 @@ class FilterAloneTest(testtools.TestCase):
         hooks = [c is not None for _s, _c, c, _f in
                  self.filter_alone.FILTER_ALONE]
         self.assertEqual([True, False], sorted(hooks, reverse=True))
+
+
+class LoadRunTest(testtools.TestCase):
+    """The load run's configurations agree with the table; its figures."""
+
+    def setUp(self):
+        super().setUp()
+        self.exp = _load('expectations')
+        self.useFixture(fixtures.MonkeyPatch('sys.path',
+                                             [TOOLS] + sys.path))
+        for name in os.listdir(TOOLS):
+            if name.endswith('.py'):
+                self.addCleanup(sys.modules.pop, name[:-3], None)
+        self.load = _load('load_run')
+        self.figures = _load('load_figures')
+        self.checks = _load('rebuild_checks')
+
+    def test_accepted_and_refused_as_the_table_says(self):
+        # Every server is on compute2, the nested case's host.
+        self.assertEqual('compute2', self.load.HOST)
+        self.assertEqual('b', self.checks.CASE_SERVER['nested'])
+        for label in self.load.ORDER:
+            conf = self.load.CONFIGS[label]
+            for image in conf['accepted']:
+                if image.startswith('plain'):
+                    continue
+                for strategy in (conf['strategy'], conf['scheduler']):
+                    self.assertEqual(self.exp.ACCEPT,
+                                     self.exp.EXPECTED[strategy][image])
+            # The hook refuses, or it accepts and the filter refuses.
+            refused = conf['refused']
+            hook = self.exp.EXPECTED[conf['strategy']][refused]
+            sched = self.exp.EXPECTED[conf['scheduler']][refused]
+            if label == 'filter alone':
+                self.assertEqual((self.exp.ACCEPT, self.exp.REFUSE),
+                                 (hook, sched))
+                self.assertFalse(conf['precheck'])
+            else:
+                self.assertEqual(self.exp.REFUSE, hook)
+            self.assertEqual('precheck' if conf['precheck'] else 'error',
+                             conf['refusal'])
+
+    def test_percentiles(self):
+        values = [0.5, 0.1, 0.3, 0.2, 0.4]
+        self.assertEqual(0.3, self.figures.percentile(values, 50))
+        self.assertAlmostEqual(0.48, self.figures.percentile(values, 95))
+        self.assertEqual(0.7, self.figures.percentile([0.7], 95))
+
+    def test_atomic_durations_and_errors(self):
+        def it(error, *actions):
+            return {'error': error, 'atomic_actions': [
+                {'name': n, 'started_at': 10.0, 'finished_at': 10.0 + d}
+                for n, d in actions]}
+        report = {'tasks': [{'subtasks': [{'workloads': [{'data': [
+            it([], ('nit.rebuild_accepted', 0.25),
+               ('nit.rebuild_refused', 0.5)),
+            it(['UnexpectedResult', 'boom'],
+               ('nit.rebuild_accepted', 0.75))]}]}]}]}
+        durations, errors = self.figures.atomic_durations(report)
+        self.assertEqual({'nit.rebuild_accepted': [0.25, 0.75],
+                          'nit.rebuild_refused': [0.5]}, durations)
+        self.assertEqual([['UnexpectedResult', 'boom']], errors)
+
+    def test_table(self):
+        path = self.useFixture(fixtures.TempDir()).join('t.md')
+        row = {'rc': 0, 'errors': [], 'problems': [], 'load': (1.0, 2.5),
+               'nit.rebuild_accepted': {'n': 2, 'p50': 0.5, 'p95': 0.75},
+               'nit.rebuild_refused': {'n': 2, 'p50': 0.25, 'p95': 0.3}}
+        bad = dict(row, rc=2, errors=[['E']], problems=['x is error'])
+        table = self.figures.write_table(
+            path, {'servers': 2, 'concurrency': 1, 'times': 2},
+            {'hook alone': row, 'precheck+hook': bad},
+            {'hook alone': 'error', 'precheck+hook': 'precheck'})
+        with open(path) as f:
+            self.assertEqual(table + '\n', f.read())
+        lines = table.splitlines()
+        self.assertEqual('| hook alone | ERROR | 500 / 750 (n=2) | '
+                         '250 / 300 (n=2) | 0 | nothing | 1.0 to 2.5 |',
+                         lines[-2])
+        self.assertEqual('| precheck+hook | 400 | 500 / 750 (n=2) | '
+                         '250 / 300 (n=2) | 1 (rally exited 2) | x is error '
+                         '| 1.0 to 2.5 |', lines[-1])

@@ -17,7 +17,18 @@
 #   NIT_DEPLOY_PORT  first of the ten loopback ports used (default 17300)
 #   NIT_DEPLOY_SERIES  the nova series: 2026.2 (default; services on native
 #                    threads) or 2025.1 (services under eventlet)
+#
+# With --load first (tox -e load-deploy), step 4 is load_run.py instead:
+# the same cloud, and Rally's concurrent rebuilds (rally-jobs/), with
+# Rally from a venv of its own ($BUILD/rally-venv, kept between runs);
+# the other arguments go to load_run.py.
 set -euo pipefail
+
+LOAD=0
+if [[ ${1:-} == --load ]]; then
+    LOAD=1
+    shift
+fi
 
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
 WORK=${NIT_DEPLOY_DIR:-$TOP/.deploy}
@@ -86,6 +97,21 @@ function make_venv {
     grep -iE '^(nova|openstack-placement|keystone|glance|cinder|eventlet)==' "$BUILD/pip-freeze.txt"
 }
 
+# Rally and its OpenStack plugins, as measured to install here with
+# Python 3.11; Rally's own dependencies are not the services'.
+RALLY_PINS="rally-openstack==4.1.0 rally==5.1.1"
+
+function make_rally_venv {
+    if "$BUILD/rally-venv/bin/rally" --version > /dev/null 2>&1; then
+        echo "Rally already installed in $BUILD/rally-venv"
+        return
+    fi
+    rm -rf "$BUILD/rally-venv"
+    python3 -m venv "$BUILD/rally-venv"
+    # shellcheck disable=SC2086
+    "$BUILD/rally-venv/bin/pip" install --quiet $RALLY_PINS
+}
+
 echo "== series $SERIES, constraints $CONSTRAINTS"
 timed "apt-get install" apt_install
 timed "build sdist and wheel" build_wheel
@@ -93,6 +119,14 @@ timed "venv with the wheel and the services" make_venv
 # Run from outside the source tree, so that only the installed wheel can
 # be imported.
 cd "$BUILD"
+if [[ $LOAD == 1 ]]; then
+    timed "rally venv" make_rally_venv
+    timed "load run" "$BUILD/venv/bin/python" "$TOP/tools/deploy/load_run.py" \
+        --work "$WORK" --base-port "${NIT_DEPLOY_PORT:-17300}" \
+        --rally "$BUILD/rally-venv/bin/rally" "$@"
+    cat "$TIMES"
+    exit 0
+fi
 timed "deployment and checks" "$BUILD/venv/bin/python" "$TOP/tools/deploy/deploy.py" \
     --work "$WORK" --base-port "${NIT_DEPLOY_PORT:-17300}" "$@"
 cat "$TIMES"
