@@ -61,7 +61,7 @@ RESULTS_RST = os.path.join(os.path.dirname(HERE), 'doc', 'source', 'admin',
 PROFILES = {
     'full': {'ns': [0, 16, 64, 256], 'background': 200, 'grow_to': 2000,
              'runs': 15, 'per_round': 2, 'growth_cycles': 4,
-             'create_hosts': 10000, 'create_runs': 21, 'precheck_runs': 15,
+             'create_hosts': 10000, 'create_runs': 21, 'precheck_runs': 41,
              'audit': [
                  (strategy, servers, hosts)
                  for strategy in ('held_providers', 'reject', 'root_traits',
