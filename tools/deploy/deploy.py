@@ -131,6 +131,7 @@ def main():
     table = expectations.expectations_for(strategies)
     dep.strategies = strategies
     ok = False
+    failure = None
     try:
         dep.phase('check ports', dep.check_ports)
         dep.phase('mariadb', dep.start_mariadb)
@@ -168,6 +169,10 @@ def main():
         dep.phase('tempest', sc.run_tempest, strategies[-1])
         dep.phase('logs hold no secret', sc.check_secrets)
         ok = True
+    except BaseException as exc:
+        failure = '%s, in %s' % (exc or type(exc).__name__,
+                                 getattr(dep, 'current_phase', 'setup'))
+        raise
     finally:
         if not (args.keep and ok):
             dep.phase('stop', dep.stop_all)
@@ -176,7 +181,8 @@ def main():
                 f.write('%-40s %6.0f s\n' % (name, seconds))
         dep.note('timings:\n' + open(os.path.join(
             args.work, 'timings.txt')).read())
-        dep.note('deployment %s' % ('PASSED' if ok else 'FAILED'))
+        dep.note('deployment PASSED' if ok else
+                 'deployment FAILED: %s' % (failure or 'interrupted'))
     return 0 if ok else 1
 
 

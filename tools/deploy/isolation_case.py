@@ -90,11 +90,13 @@ class IsolationCase:
         sid = self.admin('server', 'create', '--flavor', 'm1.nit',
                          '--image', self.images['plain'], '--nic', 'none',
                          '--host', HOST, 'nit-isolated-boot')['id']
-        # A server no cell took is in cell0, with its fault.
+        # A server no cell took is in cell0, with its fault. The conductor
+        # creates it there still building, then saves it in ERROR, then
+        # writes the fault: only the fault says it is settled.
         rows = dep.wait_for('nit-isolated-boot placed or refused', lambda: (
             dep.query(
                 'SELECT i.vm_state, i.host, f.message FROM nova_cell0.'
-                'instances i LEFT JOIN nova_cell0.instance_faults f ON '
+                'instances i JOIN nova_cell0.instance_faults f ON '
                 'f.instance_uuid = i.uuid WHERE i.uuid = %s', (sid,)) or
             dep.query('SELECT vm_state, host, NULL FROM nova_cell1.instances '
                       "WHERE uuid = %s AND vm_state != 'building'", (sid,))),

@@ -109,6 +109,7 @@ class Processes:
 
     def phase(self, name, func, *args):
         self.note('== %s' % name)
+        self.current_phase = name
         start = time.monotonic()
         result = func(*args)
         elapsed = time.monotonic() - start
