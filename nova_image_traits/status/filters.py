@@ -91,26 +91,11 @@ def check(conf, schedulers):
                % ', '.join(here['enabled_filters'])]
     code, verified = _verify()
     details.append(verified)
-    differ, unread, seen = [], [], 0
-    for s in schedulers:
-        args = isolation.config_args(s.argv)
-        if args is None:
-            continue  # a worker: its parent's line is read
-        seen += 1
-        try:
-            theirs = values_of(args)
-        except Exception as e:
-            unread.append('%d (%s)' % (s.pid, e))
-            continue
-        names = [n for n in COMPARED if theirs[n] != here[n]]
-        if names:
-            differ.append('%d (%s)' % (s.pid, ', '.join(names)))
-    if differ:
-        details.append('Schedulers of this host were started with another '
-                       '[filter_scheduler]: %s.' % '; '.join(differ))
-    if unread:
-        details.append('The configuration of schedulers %s cannot be read '
-                       'here.' % ', '.join(unread))
+    seen, differ, sentences = isolation.compare_started(
+        schedulers, values_of, lambda theirs: ', '.join(
+            n for n in COMPARED if theirs[n] != here[n]),
+        'schedulers', '[filter_scheduler]')
+    details.extend(sentences)
     if not seen:
         details.append('No nova-scheduler runs on this host: compare '
                        "[filter_scheduler] with the scheduler hosts' by "

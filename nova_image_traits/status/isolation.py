@@ -64,6 +64,45 @@ def config_args(argv):
     return args
 
 
+def compare_started(processes, read, differs, kind, values):
+    """Each of ``processes``'s configuration, against the one read here.
+
+    :param processes: processes of this host (:mod:`.conductor`'s)
+    :param read: reads the values compared from a process's
+        :func:`config_args`; what it raises makes the process unread
+    :param differs: what differs in the values a process read, in words,
+        or an empty string when nothing does
+    :param kind: what the processes are, plural (``'conductors'``)
+    :param values: what differs, for the sentence (``'value'``)
+    :returns: ``(seen, differ, sentences)``: how many command lines were
+        read, whether a process differs, and the sentences that say which
+        differ and which could not be read
+    """
+    seen, differ, unread = 0, [], []
+    for proc in processes:
+        args = config_args(proc.argv)
+        if args is None:
+            continue  # a worker: its parent's line is read
+        seen += 1
+        try:
+            theirs = read(args)
+        except Exception as e:
+            unread.append('%d (%s)' % (proc.pid, e))
+            continue
+        what = differs(theirs)
+        if what:
+            differ.append('%d (%s)' % (proc.pid, what))
+    sentences = []
+    if differ:
+        sentences.append('%s of this host were started with another %s: '
+                         '%s.' % (kind.capitalize(), values,
+                                  '; '.join(differ)))
+    if unread:
+        sentences.append('The configuration of %s %s cannot be read here.'
+                         % (kind, '; '.join(unread)))
+    return seen, bool(differ), sentences
+
+
 def value_of(args):
     """The option's value in the configuration ``args`` name.
 
@@ -87,23 +126,10 @@ def check(conf, conductors):
     details = ['[scheduler] %s is %s in the configuration read here; set '
                'it alike on the nova-api, conductor and scheduler hosts.'
                % (OPTION, here)]
-    differ, unread = [], []
-    for c in conductors:
-        args = config_args(c.argv)
-        if args is None:
-            continue  # a worker: its parent's line is read
-        try:
-            value = value_of(args)
-        except Exception as e:
-            unread.append('%d (%s)' % (c.pid, e))
-            continue
-        if value != here:
-            differ.append('%d (%s)' % (c.pid, value))
-    if differ:
-        details.append('Conductors of this host were started with another '
-                       'value: %s.' % ', '.join(differ))
-    if unread:
-        details.append('The configuration of conductors %s cannot be read '
-                       'here.' % ', '.join(unread))
+    _seen, differ, sentences = compare_started(
+        conductors, value_of,
+        lambda value: '' if value == here else str(value),
+        'conductors', 'value')
+    details.extend(sentences)
     return Result(Code.WARNING if differ else Code.SUCCESS,
                   ' '.join(details))
