@@ -50,17 +50,25 @@ class CloudContents:
         return {t['name'] for t in self.admin(
             'resource', 'provider', 'trait', 'list', uuid, *PLACEMENT)}
 
-    def prepare(self):
-        dep = self.dep
+    def make_flavor(self, ram_mb):
+        """The flavor ``m1.nit``: one vCPU, RAM_MB and a 1 GB disk."""
         self.flavor = self.admin(
-            'flavor', 'create', '--vcpus', '1', '--ram', '128', '--disk',
-            '1', '--public', 'm1.nit')['id']
+            'flavor', 'create', '--vcpus', '1', '--ram', str(ram_mb),
+            '--disk', '1', '--public', 'm1.nit')['id']
+
+    def make_images(self, names):
+        """The images ``nit-<name>`` and the custom traits they require.
+
+        Each requires its trait of ``IMAGE_TRAITS`` and has the
+        properties of ``DERIVED_IMAGES``; the traits no provider reports
+        are created in placement.
+        """
+        dep = self.dep
         path = os.path.join(dep.work, 'image.raw')
         with open(path, 'wb') as f:
             f.write(b'\0' * 4096)
         self.images = {}
-        for name in ('plain', 'plain2', 'gold', 'gold2', 'nested', 'absent',
-                     'vtpm'):
+        for name in names:
             props = []
             if name in IMAGE_TRAITS:
                 props = ['--property', 'trait:%s=required' %
@@ -73,6 +81,24 @@ class CloudContents:
                 'nit-' + name)['id']
         for trait in (TRAITS['nested'], TRAITS['absent']):
             dep.osc('admin', 'trait', 'create', trait, *PLACEMENT)
+
+    def add_child(self, host, root):
+        """A child ``<host>-nit-child`` of ROOT with the nested trait.
+
+        Made through the placement API, as a driver's nested provider.
+        """
+        child = self.admin('resource', 'provider', 'create',
+                           '--parent-provider', root, host + '-nit-child',
+                           *PLACEMENT)['uuid']
+        self.dep.osc('admin', 'resource', 'provider', 'trait', 'set',
+                     '--trait', TRAITS['nested'], child, *PLACEMENT)
+        return child
+
+    def prepare(self):
+        dep = self.dep
+        self.make_flavor(128)
+        self.make_images(('plain', 'plain2', 'gold', 'gold2', 'nested',
+                          'absent', 'vtpm'))
         self.roots = {h: dep.wait_for('resource provider %s' % h,
                                       lambda h=h: self.provider(h), 120, 2)
                       for h in ('compute1', 'compute2')}
@@ -80,13 +106,7 @@ class CloudContents:
         dep.wait_for('%s on compute1' % TRAITS['gold'],
                      lambda: TRAITS['gold'] in self.provider_traits(
                          self.roots['compute1']), 120, 2)
-        # A nested child of compute2, through the placement API.
-        child = self.admin('resource', 'provider', 'create',
-                           '--parent-provider', self.roots['compute2'],
-                           'compute2-nit-child', *PLACEMENT)['uuid']
-        dep.osc('admin', 'resource', 'provider', 'trait', 'set', '--trait',
-                TRAITS['nested'], child, *PLACEMENT)
-        self.child = child
+        self.child = self.add_child('compute2', self.roots['compute2'])
         self.servers = {'a': self.boot('nit-a', 'compute1'),
                         'b': self.boot('nit-b', 'compute2'),
                         # Only compute1 has the gold trait.

@@ -111,6 +111,26 @@ def installed_strategies():
     raise SystemExit('nova_image_traits has no [image_traits] strategy')
 
 
+def start_cloud(dep, strategy, cinder=True):
+    """Every service, with the control services of STRATEGY.
+
+    Without CINDER when no server is volume-backed (``load_run.py``).
+    """
+    dep.phase('check ports', dep.check_ports)
+    dep.phase('mariadb', dep.start_mariadb)
+    dep.phase('rabbitmq', dep.start_rabbitmq)
+    dep.phase('neutron stand-in', dep.start_neutron_standin)
+    dep.phase('keystone', dep.setup_keystone)
+    dep.phase('identity', dep.setup_identity)
+    dep.phase('glance', dep.setup_glance)
+    dep.phase('placement', dep.setup_placement)
+    if cinder:
+        dep.phase('cinder (started)', dep.setup_cinder)
+    dep.phase('nova api and cells', dep.setup_nova)
+    dep.phase('control (%s)' % strategy, dep.start_control, strategy)
+    dep.phase('computes', dep.start_computes)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--work', required=True)
@@ -133,19 +153,7 @@ def main():
     ok = False
     failure = None
     try:
-        dep.phase('check ports', dep.check_ports)
-        dep.phase('mariadb', dep.start_mariadb)
-        dep.phase('rabbitmq', dep.start_rabbitmq)
-        dep.phase('neutron stand-in', dep.start_neutron_standin)
-        dep.phase('keystone', dep.setup_keystone)
-        dep.phase('identity', dep.setup_identity)
-        dep.phase('glance', dep.setup_glance)
-        dep.phase('placement', dep.setup_placement)
-        dep.phase('cinder (started)', dep.setup_cinder)
-        dep.phase('nova api and cells', dep.setup_nova)
-        dep.phase('control (%s)' % strategies[0], dep.start_control,
-                  strategies[0])
-        dep.phase('computes', dep.start_computes)
+        start_cloud(dep, strategies[0])
         sc = Scenarios(dep, table)
         dep.phase('cloud contents', sc.prepare)
         for i, strategy in enumerate(strategies):

@@ -34,7 +34,6 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cloud_contents import CloudContents  # noqa: E402
-from cloud_contents import PLACEMENT  # noqa: E402
 from cloud_contents import TRAITS  # noqa: E402
 import deploy  # noqa: E402
 from filter_alone import NO_HOST  # noqa: E402
@@ -87,22 +86,8 @@ class LoadRun(CloudContents, RebuildChecks):
 
     def prepare(self):
         dep = self.dep
-        self.flavor = self.admin(
-            'flavor', 'create', '--vcpus', '1', '--ram', '64', '--disk',
-            '1', '--public', 'm1.nit')['id']
-        path = os.path.join(dep.work, 'image.raw')
-        with open(path, 'wb') as f:
-            f.write(b'\0' * 4096)
-        self.images = {}
-        for name in ('plain', 'plain2', 'nested', 'absent'):
-            props = (['--property', 'trait:%s=required' % TRAITS[name]]
-                     if name in TRAITS else [])
-            self.images[name] = self.admin(
-                'image', 'create', '--file', path, '--disk-format', 'raw',
-                '--container-format', 'bare', '--public', *props,
-                'nit-' + name)['id']
-        for trait in (TRAITS['nested'], TRAITS['absent']):
-            dep.osc('admin', 'trait', 'create', trait, *PLACEMENT)
+        self.make_flavor(64)
+        self.make_images(('plain', 'plain2', 'nested', 'absent'))
         # Every server of the run on HOST: the other compute is disabled
         # for the whole run, and the scheduler skips it once placement has
         # its COMPUTE_STATUS_DISABLED trait.
@@ -115,11 +100,7 @@ class LoadRun(CloudContents, RebuildChecks):
                      self.provider_traits(other), 120, 2)
         root = dep.wait_for('resource provider %s' % HOST,
                             lambda: self.provider(HOST), 120, 2)
-        child = self.admin('resource', 'provider', 'create',
-                           '--parent-provider', root, HOST + '-nit-child',
-                           *PLACEMENT)['uuid']
-        dep.osc('admin', 'resource', 'provider', 'trait', 'set', '--trait',
-                TRAITS['nested'], child, *PLACEMENT)
+        self.add_child(HOST, root)
         self.rally('db', 'create')
         spec = os.path.join(self.rally_dir, 'env.json')
         user = {'user_domain_name': 'Default',
@@ -289,17 +270,7 @@ def main():
     configs = [c for c in ORDER if c in args.configs]
     ok = False
     try:
-        dep.phase('check ports', dep.check_ports)
-        dep.phase('mariadb', dep.start_mariadb)
-        dep.phase('rabbitmq', dep.start_rabbitmq)
-        dep.phase('neutron stand-in', dep.start_neutron_standin)
-        dep.phase('keystone', dep.setup_keystone)
-        dep.phase('identity', dep.setup_identity)
-        dep.phase('glance', dep.setup_glance)
-        dep.phase('placement', dep.setup_placement)
-        dep.phase('nova api and cells', dep.setup_nova)
-        dep.phase('control', dep.start_control, 'tree_traits')
-        dep.phase('computes', dep.start_computes)
+        deploy.start_cloud(dep, 'tree_traits', cinder=False)
         dep.phase('contents and rally environment', load.prepare)
         for label in configs:
             dep.phase('configure (%s)' % label, load.configure, label)
