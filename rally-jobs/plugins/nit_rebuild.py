@@ -31,6 +31,7 @@ to ACTIVE (``reset-state --active``), and the next iteration's accepted
 rebuild rebuilds it for real. Anything else raises: an error for Rally.
 """
 
+import datetime
 import fcntl
 import os
 import tempfile
@@ -69,6 +70,28 @@ def _wait(nova, sid, done, what):
             raise UnexpectedResult('%s: not %s after %d s: %s' % (
                 sid, what, TIMEOUT, server.status))
         time.sleep(POLL)
+
+
+def _utcnow():
+    """Now, in UTC to the second, as nova's API writes a fault's time."""
+    return datetime.datetime.now(
+        datetime.timezone.utc).replace(microsecond=0, tzinfo=None)
+
+
+def _fault_since(server, since):
+    """SERVER's fault if nova wrote it at SINCE or later, else None.
+
+    nova saves a refused rebuild's ERROR state before it writes the fault
+    (``scheduler.utils.set_vm_state_and_notify``), and the API shows the
+    newest fault it finds: a server refused before shows the older one.
+    """
+    fault = getattr(server, 'fault', None) or {}
+    try:
+        created = datetime.datetime.strptime(
+            str(fault.get('created', ''))[:19], '%Y-%m-%dT%H:%M:%S')
+    except ValueError:
+        return None
+    return fault if created >= since else None
 
 
 @context.configure(name='nit_rebuild_servers', platform='openstack',
@@ -199,6 +222,7 @@ class RebuildAcceptedRefused(scenario.OpenStackScenario):
                                    % (sid, image, server.status,
                                       server.image['id']))
         refused_by = 'error'
+        since = _utcnow()
         with atomic.ActionTimer(self, 'nit.rebuild_refused'):
             try:
                 nova.servers.rebuild(sid, refused)
@@ -217,13 +241,14 @@ class RebuildAcceptedRefused(scenario.OpenStackScenario):
                     sid, server.status))
         else:
             with atomic.ActionTimer(self, 'nit.wait_refused'):
-                server = _wait(nova, sid, lambda s: s.status in (
-                    'ACTIVE', 'ERROR'), 'refused')
+                server = _wait(nova, sid, lambda s: s.status == 'ACTIVE' or (
+                    s.status == 'ERROR' and _fault_since(s, since)),
+                    'refused')
             if server.status != 'ERROR':
                 raise UnexpectedResult('rebuild of %s to %s: %s, not '
                                        'refused' % (sid, refused,
                                                     server.status))
-            message = repr(getattr(server, 'fault', None))
+            message = repr(_fault_since(server, since))
         if server.image['id'] != image:
             raise UnexpectedResult('%s is on image %s after the refusal, '
                                    'not %s' % (sid, server.image['id'],

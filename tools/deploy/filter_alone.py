@@ -76,7 +76,7 @@ class FilterAlone:
         old_image, db_before = self.before_rebuild(sid, image)
         offsets = self.log_offsets()
         dep.osc('demo', 'server', 'rebuild', '--image', image, sid)
-        self.wait_idle(sid)
+        self.wait_settled(sid, db_before)
         shown = self.user('server', 'show', sid)
         problems = self.refused(shown, old_image, NO_HOST)
         fault = (shown.get('fault') or {}).get('message', '')
@@ -110,7 +110,15 @@ class FilterAlone:
                 problems.append('conductor decision lines %r and %r, wanted '
                                 'one acceptance by %s' % (
                                     lines, cell_lines, conductors))
+            # The conductor logs it last, after the fault.
             warning = 'Rebuild to image %s refused by NoValidHost' % image
+            try:
+                dep.wait_log(dep.control_logs['super-conductor'], RESTORED,
+                             60, offset=offsets['super-conductor'])
+            except Failure:
+                pass  # said below
+            conductor_log = self.log_since('super-conductor',
+                                           offsets['super-conductor'])
             if warning not in conductor_log or RESTORED not in conductor_log:
                 problems.append('no WARNING %r ... %r in the super '
                                 'conductor\'s log' % (warning, RESTORED))

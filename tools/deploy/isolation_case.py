@@ -148,7 +148,7 @@ class IsolationCase:
             old_image, db_before = self.before_rebuild(sid, image_id)
             offsets = self.log_offsets()
             dep.osc('demo', 'server', 'rebuild', '--image', image_id, sid)
-            self.wait_idle(sid)
+            self.wait_settled(sid, db_before)
             if allowed:
                 shown = self.vm_state(sid)
                 problems = [] if shown == {'status': 'ACTIVE',

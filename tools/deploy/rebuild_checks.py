@@ -65,6 +65,33 @@ class RebuildChecks:
                 'SELECT task_state IS NULL FROM nova_cell1.instances '
                 'WHERE uuid = %s', (sid,))[0][0], 180, 0.5)
 
+    def wait_settled(self, sid, before):
+        """Until SID is idle and, if in ERROR, has a fault newer than BEFORE's.
+
+        nova saves a refused rebuild's ERROR state before it writes the
+        fault (``scheduler.utils.set_vm_state_and_notify``), and the
+        conductor logs its WARNING after both; the API shows the newest
+        fault it finds. Read between them, a server shows an older
+        refusal's fault, or none.
+
+        :param before: :meth:`before_rebuild`'s state, with the newest
+            fault's id then
+        """
+        self.wait_idle(sid)
+        self.dep.wait_for(
+            'the fault of server %s in ERROR' % sid,
+            lambda: self.dep.query(
+                "SELECT vm_state != 'error' OR EXISTS (SELECT 1 FROM "
+                'nova_cell1.instance_faults f WHERE f.instance_uuid = '
+                'i.uuid AND f.id > %s) FROM nova_cell1.instances i '
+                'WHERE i.uuid = %s', (before['fault'], sid))[0][0], 60, 0.5)
+
+    def last_fault(self, sid):
+        """The id of SID's newest fault in nova's cell database, or 0."""
+        return self.dep.query(
+            'SELECT COALESCE(MAX(id), 0) FROM nova_cell1.instance_faults '
+            'WHERE instance_uuid = %s', (sid,))[0][0]
+
     @staticmethod
     def image_id(server):
         """The server's image id; '' for a volume-backed server."""
@@ -98,7 +125,11 @@ class RebuildChecks:
         return self.decisions_in(self.log_since(name, offset))
 
     def before_rebuild(self, sid, image):
-        """Wait for SID to be idle; its image, and nova's database rows."""
+        """Wait for SID to be idle; its image, and nova's database rows.
+
+        The rows are :meth:`.NovaDb.image_state`'s, and ``fault``, the id
+        of the newest fault (:meth:`wait_settled`).
+        """
         dep = self.dep
         self.wait_idle(sid)
         before = dep.image_state(sid)
@@ -113,6 +144,7 @@ class RebuildChecks:
             if before['image_ref'] != self.images['plain']:
                 raise Failure('%s: could not go back to the plain '
                               'image' % sid)
+        before['fault'] = self.last_fault(sid)
         return before['image_ref'], before
 
     def refused(self, shown, old_image, named):

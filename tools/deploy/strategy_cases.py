@@ -47,7 +47,7 @@ class StrategyCases:
         # volume-backed server to another image (compute API 2.93).
         reimage = ['--reimage-boot-volume'] if old_image == '' else []
         dep.osc('demo', 'server', 'rebuild', '--image', image, *reimage, sid)
-        self.wait_idle(sid)
+        self.wait_settled(sid, db_before)
         shown = self.user('server', 'show', sid)
         problems = []
         if want == expectations.ACCEPT:
