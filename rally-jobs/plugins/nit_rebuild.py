@@ -84,6 +84,8 @@ def _fault_since(server, since):
     nova saves a refused rebuild's ERROR state before it writes the fault
     (``scheduler.utils.set_vm_state_and_notify``), and the API shows the
     newest fault it finds: a server refused before shows the older one.
+    To the second only: an older fault of SINCE's own second passes, which
+    needs a refusal, a reset and an accepted rebuild within that second.
     """
     fault = getattr(server, 'fault', None) or {}
     try:

@@ -88,6 +88,16 @@ class CheckTest(base.TestCase):
         self.assertIn('another value: 10 (False)', result.details)
         self.assertNotIn('11', result.details)
 
+    def test_every_conductor_that_differs_is_named(self):
+        result = isolation.check(self.make_conf(True), [
+            self.conductor(10, self.write('c.conf', False)),
+            self.conductor(12, self.write('d.conf', True)),
+            self.conductor(14, self.write('e.conf', False))])
+        self.assertEqual(upgradecheck.Code.WARNING, result.code)
+        self.assertIn('another value: 10 (False); 14 (False).',
+                      result.details)
+        self.assertNotIn('12 (', result.details)
+
     def test_unreadable_configuration_is_said(self):
         result = isolation.check(self.make_conf(False), [
             self.conductor(10, os.path.join(self.dir, 'missing.conf'))])

@@ -87,6 +87,8 @@ class Deployment(processes.Processes,
         self.logs = os.path.join(work, 'logs')
         self.procs = {}
         self.timings = []
+        #: The phase running, for a failure's note (None between two).
+        self.current_phase = None
         names = ('mysql', 'rabbit', 'rabbit_dist', 'epmd', 'keystone',
                  'glance', 'placement', 'nova', 'neutron', 'cinder')
         self.port = {n: base_port + i for i, n in enumerate(names)}
@@ -178,8 +180,10 @@ def main():
         dep.phase('logs hold no secret', sc.check_secrets)
         ok = True
     except BaseException as exc:
-        failure = '%s, in %s' % (exc or type(exc).__name__,
-                                 getattr(dep, 'current_phase', 'setup'))
+        said = str(exc).strip()
+        failure = '%s, in %s' % (
+            said.splitlines()[0] if said else type(exc).__name__,
+            dep.current_phase or 'no phase (between two)')
         raise
     finally:
         if not (args.keep and ok):

@@ -112,6 +112,7 @@ class Processes:
         self.current_phase = name
         start = time.monotonic()
         result = func(*args)
+        self.current_phase = None
         elapsed = time.monotonic() - start
         self.timings.append((name, elapsed))
         self.note('== %s took %.0f s' % (name, elapsed))
