@@ -17,14 +17,19 @@ refused connection, a timeout, a TLS error) and the URL. Retries and
 per-request timeouts are keystoneauth's (``connect_retries``,
 ``status_code_retries``, ``timeout``); the client fits them into a deadline
 per decision that holds whatever the client is waiting for
-(:mod:`~nova_image_traits.placement.workers`).
+(:mod:`~nova_image_traits.placement.workers`). Without keystoneauth's
+connection retries, a GET whose connection broke before its answer (a
+kept-alive connection the server had closed) is sent once more
+(:func:`broke_after_connecting`).
 
 Nothing here ever writes to placement.
 """
 
+import http.client
 import threading
 import time
 
+from keystoneauth1 import exceptions as ks_exc
 from oslo_log import log as logging
 
 from nova_image_traits import exception
@@ -39,6 +44,28 @@ POOL_SIZE = 10
 #: How much longer than the time left a decision waits for a request that
 #: keystoneauth is about to time out itself, to report its precise cause.
 _GRACE = 0.05
+#: What the socket raised when a connection broke after it was made.
+_BROKEN = (http.client.RemoteDisconnected, ConnectionResetError,
+           ConnectionAbortedError, BrokenPipeError)
+
+
+def broke_after_connecting(error):
+    """Whether keystoneauth's ``ConnectFailure`` is a broken connection.
+
+    True when the connection was made and then closed or reset before an
+    answer came: typically a kept-alive connection of the pool that
+    placement's server had just closed (its keep-alive timeout) while the
+    request went out. False for a connection refused or never made.
+
+    keystoneauth raises ``ConnectFailure`` while it handles requests'
+    ``ConnectionError``, whose first argument is then urllib3's
+    ``ProtocolError('Connection aborted.', <the socket's error>)`` (urllib3
+    1.26 and 2.x); a refused connection's is a ``MaxRetryError``, whose
+    arguments hold no socket error.
+    """
+    raised = error.__context__
+    inner = raised.args[0] if raised is not None and raised.args else None
+    return any(isinstance(a, _BROKEN) for a in getattr(inner, 'args', ()))
 
 
 class PlacementClient:
@@ -182,6 +209,20 @@ class PlacementClient:
                 kwargs['microversion'] = version
             if global_request_id:
                 kwargs['global_request_id'] = global_request_id
+            try:
+                return adapter.get(url, **kwargs)
+            except ks_exc.ConnectFailure as e:
+                if (kwargs['connect_retries'] or
+                        not broke_after_connecting(e) or
+                        deadline - time.monotonic() <= 0):
+                    raise
+                # NOTE(nova-image-traits): keystoneauth retries nothing here
+                # ([placement] connect_retries), and a GET is safe to send
+                # again: once, at once, on a new connection of the pool.
+                LOG.info('Placement closed the connection of GET %(url)s '
+                         'before answering (%(error)s); sending it again '
+                         'once.', {'url': url, 'error': e})
+            kwargs.update(self.budget(max(0.001, deadline - time.monotonic())))
             return adapter.get(url, **kwargs)
 
         # NOTE(founders): a worker thread is what makes the deadline hold (see

@@ -207,6 +207,10 @@ class TCPProxy:
         closes at once (a reset before any response); ``hang`` accepts and
         never answers; ``refuse`` (see :meth:`refuse`) closes the listening
         socket so that connections are refused
+    :ivar drop: in ``forward`` mode, how many of the next connections are
+        closed once their request is read, unanswered: what a client sees
+        when the server closes a kept-alive connection (at its keep-alive
+        timeout) as the request goes out
     :ivar accepted: connections accepted so far
     """
 
@@ -214,6 +218,7 @@ class TCPProxy:
         self.upstream_port = upstream_port
         self.mode = mode
         self.accepted = 0
+        self.drop = 0
         self._held = []
         self._stop = threading.Event()
         self.sock = socket.socket()
@@ -237,9 +242,26 @@ class TCPProxy:
                 conn.close()
             elif self.mode == 'hang':
                 self._held.append(conn)
+            elif self.drop > 0:
+                self.drop -= 1
+                threading.Thread(target=self._drop, args=(conn,),
+                                 daemon=True).start()
             else:
                 threading.Thread(target=self._forward, args=(conn,),
                                  daemon=True).start()
+
+    def _drop(self, conn):
+        seen = b''
+        try:
+            # A GET has no body: the end of its headers ends it.
+            while b'\r\n\r\n' not in seen:
+                data = conn.recv(65536)
+                if not data:
+                    break
+                seen += data
+        except OSError:
+            pass
+        conn.close()
 
     def _forward(self, conn):
         up = socket.create_connection(('127.0.0.1', self.upstream_port))
@@ -674,6 +696,8 @@ class TestUnreachable(FaultTestBase):
         for result in results.values():
             self.assertIn('ConnectFailure', result.detail)
             self.assertTookLess(result.elapsed, 2.0)
+            # Refused: not sent again (placement.client).
+            self.assertNotIn('before answering', self.decision_log.output)
 
     def test_connection_refused_with_connect_retries(self):
         proxy, conf, client = self.proxied(connect_retries=2,
@@ -687,6 +711,44 @@ class TestUnreachable(FaultTestBase):
             self.assertGreaterEqual(result.elapsed, 0.2)
             self.assertTookLess(result.elapsed, 2.0)
             self.assertEqual(1, result.requests)
+
+    def test_a_connection_closed_unanswered_is_sent_again_once(self):
+        _proxy, conf, client = self.proxied()
+        direct = self.decide_with(client, conf, self.node, 'tree_traits')
+        self.assertEqual(decision.ACCEPT, direct.outcome, direct.detail)
+        proxy, conf, client = self.proxied()
+        proxy.drop = 1
+        before = len(self.decision_lines())
+        result = self.decide_with(client, conf, self.node, 'tree_traits')
+        # The first request's connection was closed once the request was
+        # read; sent again on a new one, it was answered: the decision is
+        # the one made without the fault, its request counted once.
+        self.assertEqual((direct.outcome, direct.requests),
+                         (result.outcome, result.requests), result.detail)
+        self.assertEqual(direct.requests + 1, proxy.accepted)
+        self.assertLoggedOnce(result, before)
+        self.assertEqual(1, self.decision_log.output.count(
+            'before answering'))
+
+    def test_a_connection_closed_twice_is_unreachable(self):
+        proxy, conf, client = self.proxied()
+        proxy.drop = 2
+        result = self.decide_with(client, conf, self.node, 'tree_traits')
+        self.assertEqual(decision.ERROR, result.outcome, result.detail)
+        self.assertEqual('unreachable', result.cause, result.detail)
+        self.assertEqual((2, 0), (proxy.accepted, proxy.drop))
+
+    def test_a_broken_connection_is_sent_again_once_only(self):
+        proxy, conf, client = self.proxied()
+        proxy.mode = 'close'
+        before = proxy.accepted
+        results = self.check_fault('unreachable', strategies=('root_traits',),
+                                   conf=conf, client=client)
+        # Two decisions (reject, accept), each sent once more: 2 + 2.
+        self.assertEqual(4, proxy.accepted - before)
+        for result in results.values():
+            self.assertRegex(result.detail, 'RemoteDisconnected|'
+                             'ConnectionResetError|BrokenPipeError')
 
     def test_connection_reset_is_retried_by_keystoneauth(self):
         retries = 2
