@@ -44,6 +44,10 @@ POOL_SIZE = 10
 #: How much longer than the time left a decision waits for a request that
 #: keystoneauth is about to time out itself, to report its precise cause.
 _GRACE = 0.05
+#: The least time left in a decision for which a broken request is sent
+#: again: with less, the second attempt would only turn the broken
+#: connection into a timeout.
+_RESEND_LEFT = 0.1
 #: What the socket raised when a connection broke after it was made.
 _BROKEN = (http.client.RemoteDisconnected, ConnectionResetError,
            ConnectionAbortedError, BrokenPipeError)
@@ -212,17 +216,19 @@ class PlacementClient:
             try:
                 return adapter.get(url, **kwargs)
             except ks_exc.ConnectFailure as e:
-                if (kwargs['connect_retries'] or
+                # NOTE(nova-image-traits): only where [placement]
+                # connect_retries asks keystoneauth for none (not where the
+                # deadline trimmed them), and while there is time for it. A
+                # GET is safe to send again: once, at once; urllib3 put
+                # no connection back for the broken one.
+                if (getattr(adapter, 'connect_retries', None) or
                         not broke_after_connecting(e) or
-                        deadline - time.monotonic() <= 0):
+                        deadline - time.monotonic() < _RESEND_LEFT):
                     raise
-                # NOTE(nova-image-traits): keystoneauth retries nothing here
-                # ([placement] connect_retries), and a GET is safe to send
-                # again: once, at once, on a new connection of the pool.
-                LOG.info('Placement closed the connection of GET %(url)s '
-                         'before answering (%(error)s); sending it again '
-                         'once.', {'url': url, 'error': e})
-            kwargs.update(self.budget(max(0.001, deadline - time.monotonic())))
+                LOG.info('The connection of GET %(url)s broke before its '
+                         'answer (%(error)s); sending it again once.',
+                         {'url': url, 'error': e})
+            kwargs.update(self.budget(deadline - time.monotonic()))
             return adapter.get(url, **kwargs)
 
         # NOTE(founders): a worker thread is what makes the deadline hold (see

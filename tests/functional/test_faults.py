@@ -697,7 +697,8 @@ class TestUnreachable(FaultTestBase):
             self.assertIn('ConnectFailure', result.detail)
             self.assertTookLess(result.elapsed, 2.0)
             # Refused: not sent again (placement.client).
-            self.assertNotIn('before answering', self.decision_log.output)
+            self.assertNotIn('broke before its answer',
+                             self.decision_log.output)
 
     def test_connection_refused_with_connect_retries(self):
         proxy, conf, client = self.proxied(connect_retries=2,
@@ -728,7 +729,7 @@ class TestUnreachable(FaultTestBase):
         self.assertEqual(direct.requests + 1, proxy.accepted)
         self.assertLoggedOnce(result, before)
         self.assertEqual(1, self.decision_log.output.count(
-            'before answering'))
+            'broke before its answer'))
 
     def test_a_connection_closed_twice_is_unreachable(self):
         proxy, conf, client = self.proxied()

@@ -47,6 +47,7 @@ import unittest
 import uuid
 from wsgiref import simple_server
 
+import fixtures
 import psutil
 
 from nova_image_traits import decision
@@ -112,6 +113,7 @@ class _KeepAliveHandler(simple_server.WSGIRequestHandler):
 
     def handle(self):
         self.close_connection = True
+        self.served = 0
         self._one()
         while not self.close_connection:
             self._one()
@@ -125,6 +127,12 @@ class _KeepAliveHandler(simple_server.WSGIRequestHandler):
         if not self.raw_requestline or len(self.raw_requestline) > 65536:
             self.close_connection = True
             return
+        if self.served and self.server.take_close_reused():
+            # As a server closing a kept-alive connection at its
+            # keep-alive timeout while this request came in: unanswered.
+            self.close_connection = True
+            return
+        self.served += 1
         if not self.parse_request():
             return
         handler = _ServerHandler11(
@@ -143,6 +151,8 @@ class KeepAliveServer(socketserver.ThreadingMixIn, simple_server.WSGIServer):
     :ivar accepted: connections accepted
     :ivar peak: most connections open at once
     :ivar requests: requests served
+    :ivar close_reused: how many of the next requests that come on a
+        connection that served one already are closed unanswered
     """
 
     daemon_threads = True
@@ -154,6 +164,7 @@ class KeepAliveServer(socketserver.ThreadingMixIn, simple_server.WSGIServer):
         self.active = 0
         self.peak = 0
         self.requests = 0
+        self.close_reused = 0
         self.client_ports = set()
         self._lock = threading.Lock()
         super().__init__(('127.0.0.1', 0), _KeepAliveHandler)
@@ -182,6 +193,13 @@ class KeepAliveServer(socketserver.ThreadingMixIn, simple_server.WSGIServer):
     def closed(self):
         with self._lock:
             self.active -= 1
+
+    def take_close_reused(self):
+        with self._lock:
+            if self.close_reused > 0:
+                self.close_reused -= 1
+                return True
+            return False
 
     def handle_error(self, request, client_address):
         LOG.debug('keep-alive server: error from %s', client_address)
@@ -241,6 +259,42 @@ class LoadTestBase(test_strategies.StrategyTestBase):
             self, test_faults.admin_token_opts(self.keepalive.endpoint),
             {'decision_timeout': decision_timeout, 'strategy': strategy})
         return conf
+
+
+class TestKeptAliveConnectionClosed(LoadTestBase):
+    """Placement's server closes a kept-alive connection as it is reused."""
+
+    def setUp(self):
+        super().setUp()
+        self.log = self.useFixture(fixtures.FakeLogger(
+            level=logging.INFO, format='%(name)s %(message)s'))
+
+    def decide_twice(self, conf, client):
+        """A decision, then another whose first request is closed."""
+        first = engine.decide(self.rebuild(TRAIT), conf=conf, client=client)
+        self.assertEqual(decision.ACCEPT, first.outcome, first.detail)
+        opened, served = self.keepalive.accepted, self.keepalive.requests
+        self.keepalive.close_reused = 1
+        second = engine.decide(self.rebuild(TRAIT), conf=conf, client=client)
+        self.assertEqual(decision.ACCEPT, second.outcome, second.detail)
+        self.assertEqual(0, self.keepalive.close_reused)  # it was reused
+        # The closed request went again on one new connection.
+        self.assertEqual(opened + 1, self.keepalive.accepted)
+        self.assertEqual(served + second.requests, self.keepalive.requests)
+
+    def test_the_client_sends_it_again_on_a_new_connection(self):
+        self.decide_twice(self.conf_for('tree_traits'), self.client)
+        self.assertEqual(1, self.log.output.count('broke before its answer'))
+
+    def test_with_connect_retries_keystoneauth_does(self):
+        conf = test_faults.write_conf(
+            self, test_faults.admin_token_opts(
+                self.keepalive.endpoint, connect_retries=1,
+                connect_retry_delay=0.01),
+            {'decision_timeout': 60, 'strategy': 'tree_traits'})
+        self.decide_twice(conf, test_faults.new_client(conf))
+        self.assertNotIn('broke before its answer', self.log.output)
+        self.assertIn('Retrying in', self.log.output)
 
 
 class TestConcurrentDecisions(LoadTestBase):

@@ -15,6 +15,7 @@ A stub adapter stands in for keystoneauth here; the functional tests talk
 to a real placement.
 """
 
+import http.client
 import os
 from unittest import mock
 import urllib.parse
@@ -23,11 +24,14 @@ import hypothesis
 from hypothesis import strategies as st
 from keystoneauth1 import exceptions as ks_exc
 from oslo_config import cfg
+import requests
+import urllib3
 
 from nova_image_traits import conf as nit_conf
 from nova_image_traits import exception
 from nova_image_traits import placement
 from nova_image_traits.placement import cache as placement_cache
+from nova_image_traits.placement import client as placement_client
 from nova_image_traits.placement import workers
 from tests.unit import base
 from tests.unit import fakes
@@ -449,6 +453,38 @@ class GetClientTest(base.TestCase):
                          len(placement_cache._CLIENTS))
         self.conf.clear_override('endpoint_override', group='placement')
         self.assertIsNot(first, placement.get_client(self.conf))
+
+
+class BrokeAfterConnectingTest(base.TestCase):
+    """keystoneauth's ConnectFailure, as it raises it for requests' error."""
+
+    @staticmethod
+    def failure(reason):
+        try:
+            try:
+                raise requests.exceptions.ConnectionError(reason)
+            except requests.exceptions.ConnectionError:
+                raise ks_exc.ConnectFailure('Unable to establish connection')
+        except ks_exc.ConnectFailure as e:
+            return e
+
+    def test_a_connection_closed_or_reset_after_it_was_made(self):
+        for error in (http.client.RemoteDisconnected('closed'),
+                      ConnectionResetError(104, 'reset by peer'),
+                      BrokenPipeError(32, 'broken pipe')):
+            self.assertTrue(placement_client.broke_after_connecting(
+                self.failure(urllib3.exceptions.ProtocolError(
+                    'Connection aborted.', error))), error)
+
+    def test_a_connection_refused_or_never_made(self):
+        for reason in (urllib3.exceptions.MaxRetryError(None, '/', None),
+                       urllib3.exceptions.ProtocolError(
+                           'Connection aborted.', TimeoutError()),
+                       'a message'):
+            self.assertFalse(placement_client.broke_after_connecting(
+                self.failure(reason)), reason)
+        self.assertFalse(placement_client.broke_after_connecting(
+            ks_exc.ConnectFailure('raised alone')))
 
 
 class BudgetTest(base.TestCase):
