@@ -71,7 +71,6 @@ class Ahead:
     def __init__(self, context, instance):
         self.client = None
         self._node = None
-        self._uuid = None
         #: The compute node UUID remembered (not read) for this decision.
         self.remembered = None
         try:
@@ -97,11 +96,10 @@ class Ahead:
                 traits(found[0].uuid)
                 return found
 
-            self._uuid = self.remembered = (
-                None if opts.precheck_scheduler_filters
-                else nodes.remembered(instance))
-            if self._uuid is not None:
-                traits(self._uuid)
+            self.remembered = (None if opts.precheck_scheduler_filters
+                               else nodes.remembered(instance))
+            if self.remembered is not None:
+                traits(self.remembered)
             else:
                 self._node = prefetch.run_ahead(node)
         except Exception as e:
@@ -130,8 +128,8 @@ class Ahead:
 
     def node_uuid(self, context, instance):
         """The compute node's UUID: remembered, or :meth:`node`'s."""
-        if self._uuid is not None:
-            return self._uuid
+        if self.remembered is not None:
+            return self.remembered
         return self.node(context, instance)[0].uuid
 
 

@@ -78,14 +78,6 @@ def compute_node(context, instance):
     return found
 
 
-def compute_node_uuid(context, instance):
-    """The UUID of the compute node of ``instance``, remembered or read."""
-    found = remembered(instance)
-    if found is not None:
-        return found
-    return compute_node(context, instance)[0].uuid
-
-
 def remembered(instance):
     """The compute node UUID of ``instance`` already read, or None."""
     key = (instance.host, instance.node)
@@ -96,10 +88,7 @@ def remembered(instance):
         return found
 
 
-def forget(instance=None):
-    """Read the compute node of ``instance`` (or every one) again."""
+def forget():
+    """Read every compute node again (for tests)."""
     with _LOCK:
-        if instance is None:
-            _UUIDS.clear()
-        else:
-            _UUIDS.pop((instance.host, instance.node), None)
+        _UUIDS.clear()
