@@ -67,21 +67,28 @@ class ExpectationsTest(testtools.TestCase):
                              strategy)
 
 
-class FilterAloneTest(testtools.TestCase):
-    """The refusals by ImageTraitsFilter alone agree with the table."""
+class _ToolsTest(testtools.TestCase):
+    """Loads the deployment tools as deploy.py runs them."""
 
     def setUp(self):
         super().setUp()
         self.exp = _load('expectations')
-        # filter_alone imports the modules beside it by name, as it does
-        # when deploy.py runs it.
+        # The tools import the modules beside them by name, as they do
+        # when deploy.py runs them.
         self.useFixture(fixtures.MonkeyPatch('sys.path',
                                              [TOOLS] + sys.path))
         for name in os.listdir(TOOLS):
             if name.endswith('.py'):
                 self.addCleanup(sys.modules.pop, name[:-3], None)
-        self.filter_alone = _load('filter_alone')
         self.checks = _load('rebuild_checks')
+
+
+class FilterAloneTest(_ToolsTest):
+    """The refusals by ImageTraitsFilter alone agree with the table."""
+
+    def setUp(self):
+        super().setUp()
+        self.filter_alone = _load('filter_alone')
 
     def test_the_conductor_accepts_and_the_filter_refuses(self):
         for server, case, conductors, filter_strategy in (
@@ -101,20 +108,13 @@ class FilterAloneTest(testtools.TestCase):
         self.assertEqual([True, False], sorted(hooks, reverse=True))
 
 
-class LoadRunTest(testtools.TestCase):
+class LoadRunTest(_ToolsTest):
     """The load run's configurations agree with the table; its figures."""
 
     def setUp(self):
         super().setUp()
-        self.exp = _load('expectations')
-        self.useFixture(fixtures.MonkeyPatch('sys.path',
-                                             [TOOLS] + sys.path))
-        for name in os.listdir(TOOLS):
-            if name.endswith('.py'):
-                self.addCleanup(sys.modules.pop, name[:-3], None)
         self.load = _load('load_run')
         self.figures = _load('load_figures')
-        self.checks = _load('rebuild_checks')
 
     def test_accepted_and_refused_as_the_table_says(self):
         # Every server is on compute2, the nested case's host.
