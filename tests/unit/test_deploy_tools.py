@@ -181,3 +181,70 @@ class LoadRunTest(_ToolsTest):
         self.assertEqual('| precheck+hook | 400 | 500 / 750 (n=2) | '
                          '250 / 300 (n=2) | 1 (rally exited 2) | x is error '
                          '| 1.0 to 2.5 |', lines[-1])
+
+
+class FailureTest(_ToolsTest):
+    """A failed job says what failed; MariaDB's bootstrap is tried twice."""
+
+    def setUp(self):
+        super().setUp()
+        self.processes = _load('processes')
+        self.infrastructure = _load('infrastructure')
+        self.data = self.useFixture(fixtures.TempDir()).join('data')
+
+    def _infrastructure(self, outcomes):
+        """An Infrastructure whose commands end as ``outcomes`` say."""
+        failure = sys.modules['processes'].Failure
+        test = self
+
+        class Fake(self.infrastructure.Infrastructure):
+            def __init__(self):
+                self.ran, self.notes = [], []
+
+            def run(self, argv):
+                # What a failed bootstrap leaves behind: the next must
+                # start without it.
+                test.assertFalse(os.path.exists(test.data))
+                os.makedirs(os.path.join(test.data, 'mysql'))
+                self.ran.append(argv)
+                if outcomes.pop(0):
+                    raise failure('%s exited 1:\n\nInstallation of system '
+                                  'tables failed!' % argv[0])
+
+            def note(self, text):
+                self.notes.append(text)
+        return Fake()
+
+    def test_bootstrap_failed_once(self):
+        infra = self._infrastructure([True, False])
+        infra.install_mariadb_db(self.data)
+        self.assertEqual(2, len(infra.ran))
+        self.assertEqual(infra.ran[0], infra.ran[1])
+        self.assertIn('--skip-name-resolve', infra.ran[0])
+        self.assertIn('--datadir=' + self.data, infra.ran[0])
+        self.assertEqual(1, len(infra.notes))
+        self.assertIn('Installation of system tables failed!',
+                      infra.notes[0])
+
+    def test_bootstrap_failed_twice(self):
+        infra = self._infrastructure([True, True])
+        e = self.assertRaises(sys.modules['processes'].Failure,
+                              infra.install_mariadb_db, self.data)
+        self.assertIn('Installation of system tables failed!', str(e))
+        self.assertEqual(2, len(infra.ran))
+
+    def test_summary_names_the_first_line_the_last_and_the_phase(self):
+        summary = self.processes.summary
+        e = self.processes.Failure(
+            'mariadb-install-db --datadir=x exited 1:\n\n'
+            'Installation of system tables failed!  Examine the logs\n'
+            '  2026-12-07  [ERROR] InnoDB: cannot open ibdata1\n\n')
+        self.assertEqual(
+            'mariadb-install-db --datadir=x exited 1: ... 2026-12-07  '
+            '[ERROR] InnoDB: cannot open ibdata1, in mariadb',
+            summary(e, 'mariadb'))
+        self.assertEqual('port 1 is in use, in no phase (between two)',
+                         summary(self.processes.Failure('port 1 is in use'),
+                                 None))
+        self.assertEqual('KeyError, in tempest', summary(KeyError(),
+                                                         'tempest'))

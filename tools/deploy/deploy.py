@@ -60,6 +60,7 @@ import os
 import secrets
 import shutil
 import sys
+import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import clients  # noqa: E402
@@ -153,7 +154,7 @@ def main():
     table = expectations.expectations_for(strategies)
     dep.strategies = strategies
     ok = False
-    failure = None
+    failure = told = None
     try:
         start_cloud(dep, strategies[0])
         sc = Scenarios(dep, table)
@@ -180,11 +181,10 @@ def main():
         dep.phase('logs hold no secret', sc.check_secrets)
         ok = True
     except BaseException as exc:
-        said = str(exc).strip()
-        failure = '%s, in %s' % (
-            said.splitlines()[0] if said else type(exc).__name__,
-            dep.current_phase or 'no phase (between two)')
-        raise
+        failure = processes.summary(exc, dep.current_phase)
+        if not isinstance(exc, Exception):
+            raise  # interrupted: stopped below, and Python says where
+        told = traceback.format_exc()
     finally:
         if not (args.keep and ok):
             dep.phase('stop', dep.stop_all)
@@ -193,6 +193,10 @@ def main():
                 f.write('%-40s %6.0f s\n' % (name, seconds))
         dep.note('timings:\n' + open(os.path.join(
             args.work, 'timings.txt')).read())
+        if told:
+            # NOTE(founders): the failure in full, after the stop's own
+            # lines, so that the end of the job's output holds it.
+            print(told, end='', flush=True)
         dep.note('deployment PASSED' if ok else
                  'deployment FAILED: %s' % (failure or 'interrupted'))
     return 0 if ok else 1

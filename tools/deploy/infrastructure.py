@@ -19,6 +19,7 @@ first.
 """
 
 import os
+import shutil
 import socket
 import sys
 
@@ -49,10 +50,7 @@ class Infrastructure:
         d = os.path.join(self.work, 'mysql')
         os.makedirs(d)
         self.sock = os.path.join(d, 'mysqld.sock')
-        self.run(['mariadb-install-db', '--no-defaults', '--user=root',
-                  '--datadir=' + os.path.join(d, 'data'),
-                  '--auth-root-authentication-method=socket',
-                  '--skip-test-db'])
+        self.install_mariadb_db(os.path.join(d, 'data'))
         self.start('mariadb', [
             'mariadbd', '--no-defaults', '--user=root',
             '--datadir=' + os.path.join(d, 'data'), '--socket=' + self.sock,
@@ -72,6 +70,29 @@ class Infrastructure:
             sql.append("GRANT ALL ON %s.* TO 'nit'@'%s';" % (db, HOST))
         self.run(['mariadb', '--no-defaults', '--socket=' + self.sock,
                   '-uroot', '-e', ' '.join(sql)])
+
+    def install_mariadb_db(self, data):
+        """Create MariaDB's system tables in ``data``; tried twice.
+
+        ``mariadb-install-db`` bootstraps a server of its own; it once
+        failed in CI (exit 1) beside the other deployment job's, with
+        nothing else to show for it. A failure is noted in full, the
+        half-made data directory removed and the bootstrap run once more;
+        a second failure stops the job with its output. Name resolution is
+        skipped, as the server itself skips it (``--skip-name-resolve``):
+        every account is made for an address.
+        """
+        argv = ['mariadb-install-db', '--no-defaults', '--user=root',
+                '--datadir=' + data,
+                '--auth-root-authentication-method=socket',
+                '--skip-test-db', '--skip-name-resolve']
+        try:
+            self.run(argv)
+        except Failure as e:
+            self.note('MariaDB\'s bootstrap failed; once more, in a new '
+                      'data directory. It said:\n%s' % e)
+            shutil.rmtree(data, ignore_errors=True)
+            self.run(argv)
 
     def start_rabbitmq(self):
         d = os.path.join(self.work, 'rabbit')

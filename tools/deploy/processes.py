@@ -35,6 +35,19 @@ class Failure(Exception):
     pass
 
 
+def summary(exc, phase):
+    """One line on a failure: its first line, its last, and the phase.
+
+    A command's failure names the command on its first line and ends with
+    what the command printed last (:meth:`Processes.run`).
+    """
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    said = lines[0] if lines else type(exc).__name__
+    if len(lines) > 1:
+        said += ' ... ' + lines[-1][:300]
+    return '%s, in %s' % (said, phase or 'no phase (between two)')
+
+
 class Processes:
     """Start, watch and stop the services; run commands; note progress."""
 
