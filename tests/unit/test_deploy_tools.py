@@ -199,7 +199,7 @@ class FailureTest(_ToolsTest):
 
         class Fake(self.infrastructure.Infrastructure):
             def __init__(self):
-                self.ran, self.notes = [], []
+                self.ran, self.notes, self.got_over = [], [], []
 
             def run(self, argv):
                 # What a failed bootstrap leaves behind: the next must
@@ -225,6 +225,10 @@ class FailureTest(_ToolsTest):
         self.assertEqual(1, len(infra.notes))
         self.assertIn('Installation of system tables failed!',
                       infra.notes[0])
+        # The job's last line will say so, even when it passes.
+        self.assertEqual(["MariaDB's bootstrap failed once: "
+                          'mariadb-install-db exited 1: ... Installation '
+                          'of system tables failed!'], infra.got_over)
 
     def test_bootstrap_failed_twice(self):
         infra = self._infrastructure([True, True])
@@ -248,3 +252,6 @@ class FailureTest(_ToolsTest):
                                  None))
         self.assertEqual('KeyError, in tempest', summary(KeyError(),
                                                          'tempest'))
+        # deploy.py's SIGTERM handler.
+        self.assertEqual('stopped by signal 15, in tempest',
+                         summary(SystemExit(143), 'tempest'))

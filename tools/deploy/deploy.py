@@ -59,6 +59,7 @@ import argparse
 import os
 import secrets
 import shutil
+import signal
 import sys
 import traceback
 
@@ -90,6 +91,9 @@ class Deployment(processes.Processes,
         self.timings = []
         #: The phase running, for a failure's note (None between two).
         self.current_phase = None
+        #: What went wrong and was got over (a retried bootstrap): the
+        #: job's last line names it, passed or not.
+        self.got_over = []
         names = ('mysql', 'rabbit', 'rabbit_dist', 'epmd', 'keystone',
                  'glance', 'placement', 'nova', 'neutron', 'cinder')
         self.port = {n: base_port + i for i, n in enumerate(names)}
@@ -153,6 +157,9 @@ def main():
     strategies = args.strategies or installed_strategies()
     table = expectations.expectations_for(strategies)
     dep.strategies = strategies
+    # NOTE(founders): a stopped CI run sends SIGTERM: stop the services
+    # this job started too (below), as on any other failure.
+    signal.signal(signal.SIGTERM, _terminated)
     ok = False
     failure = told = None
     try:
@@ -186,20 +193,29 @@ def main():
             raise  # interrupted: stopped below, and Python says where
         told = traceback.format_exc()
     finally:
-        if not (args.keep and ok):
-            dep.phase('stop', dep.stop_all)
-        with open(os.path.join(args.work, 'timings.txt'), 'w') as f:
-            for name, seconds in dep.timings:
-                f.write('%-40s %6.0f s\n' % (name, seconds))
-        dep.note('timings:\n' + open(os.path.join(
-            args.work, 'timings.txt')).read())
-        if told:
+        try:
+            if not (args.keep and ok):
+                dep.phase('stop', dep.stop_all)
+            with open(os.path.join(args.work, 'timings.txt'), 'w') as f:
+                for name, seconds in dep.timings:
+                    f.write('%-40s %6.0f s\n' % (name, seconds))
+            dep.note('timings:\n' + open(os.path.join(
+                args.work, 'timings.txt')).read())
+        finally:
             # NOTE(founders): the failure in full, after the stop's own
-            # lines, so that the end of the job's output holds it.
-            print(told, end='', flush=True)
-        dep.note('deployment PASSED' if ok else
-                 'deployment FAILED: %s' % (failure or 'interrupted'))
+            # lines (even when stopping failed too), so that the end of the
+            # job's output holds it.
+            if told:
+                print(told, end='', flush=True)
+            said = 'PASSED' if ok else 'FAILED: %s' % failure
+            if dep.got_over:
+                said += ' (got over: %s)' % '; '.join(dep.got_over)
+            dep.note('deployment ' + said)
     return 0 if ok else 1
+
+
+def _terminated(signum, frame):
+    raise SystemExit(128 + signum)
 
 
 if __name__ == '__main__':

@@ -26,6 +26,7 @@ import sys
 from processes import Failure
 from processes import HERE
 from processes import HOST
+from processes import summary
 
 
 class Infrastructure:
@@ -77,8 +78,9 @@ class Infrastructure:
         ``mariadb-install-db`` bootstraps a server of its own; it once
         failed in CI (exit 1) beside the other deployment job's, with
         nothing else to show for it. A failure is noted in full, the
-        half-made data directory removed and the bootstrap run once more;
-        a second failure stops the job with its output. Name resolution is
+        half-made data directory removed and the bootstrap run once more
+        (the job's last line says so); a second failure stops the job with
+        its output. Name resolution is
         skipped, as the server itself skips it (``--skip-name-resolve``):
         every account is made for an address.
         """
@@ -91,7 +93,9 @@ class Infrastructure:
         except Failure as e:
             self.note('MariaDB\'s bootstrap failed; once more, in a new '
                       'data directory. It said:\n%s' % e)
-            shutil.rmtree(data, ignore_errors=True)
+            self.got_over.append('MariaDB\'s bootstrap failed once: %s'
+                                 % summary(e, None).rsplit(', in ', 1)[0])
+            shutil.rmtree(data)
             self.run(argv)
 
     def start_rabbitmq(self):

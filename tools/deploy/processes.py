@@ -45,6 +45,9 @@ def summary(exc, phase):
     said = lines[0] if lines else type(exc).__name__
     if len(lines) > 1:
         said += ' ... ' + lines[-1][:300]
+    code = getattr(exc, 'code', None)
+    if isinstance(exc, SystemExit) and isinstance(code, int) and code > 128:
+        said = 'stopped by signal %d' % (code - 128)
     return '%s, in %s' % (said, phase or 'no phase (between two)')
 
 
