@@ -26,7 +26,7 @@ import sys
 from processes import Failure
 from processes import HERE
 from processes import HOST
-from processes import summary
+from processes import said
 
 
 class Infrastructure:
@@ -80,9 +80,8 @@ class Infrastructure:
         nothing else to show for it. A failure is noted in full, the
         half-made data directory removed and the bootstrap run once more
         (the job's last line says so); a second failure stops the job with
-        its output. Name resolution is
-        skipped, as the server itself skips it (``--skip-name-resolve``):
-        every account is made for an address.
+        its output. Name resolution is skipped, as the server itself skips
+        it (``--skip-name-resolve``): every account is made for an address.
         """
         argv = ['mariadb-install-db', '--no-defaults', '--user=root',
                 '--datadir=' + data,
@@ -94,7 +93,7 @@ class Infrastructure:
             self.note('MariaDB\'s bootstrap failed; once more, in a new '
                       'data directory. It said:\n%s' % e)
             self.got_over.append('MariaDB\'s bootstrap failed once: %s'
-                                 % summary(e, None).rsplit(', in ', 1)[0])
+                                 % said(e))
             shutil.rmtree(data)
             self.run(argv)
 

@@ -35,20 +35,26 @@ class Failure(Exception):
     pass
 
 
-def summary(exc, phase):
-    """One line on a failure: its first line, its last, and the phase.
+def said(exc):
+    """One line on a failure: its first line and its last.
 
     A command's failure names the command on its first line and ends with
-    what the command printed last (:meth:`Processes.run`).
+    what the command printed last (:meth:`Processes.run`); deploy.py's
+    SIGTERM handler exits with 128 + the signal.
     """
-    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-    said = lines[0] if lines else type(exc).__name__
-    if len(lines) > 1:
-        said += ' ... ' + lines[-1][:300]
     code = getattr(exc, 'code', None)
     if isinstance(exc, SystemExit) and isinstance(code, int) and code > 128:
-        said = 'stopped by signal %d' % (code - 128)
-    return '%s, in %s' % (said, phase or 'no phase (between two)')
+        return 'stopped by signal %d' % (code - 128)
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    line = lines[0] if lines else type(exc).__name__
+    if len(lines) > 1:
+        line += ' ... ' + lines[-1][:300]
+    return line
+
+
+def summary(exc, phase):
+    """:func:`said` of a failure, and the phase it happened in."""
+    return '%s, in %s' % (said(exc), phase or 'no phase (between two)')
 
 
 class Processes:
