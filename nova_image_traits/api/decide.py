@@ -15,7 +15,9 @@
 will read whatever the new image: the compute node (one database read,
 in the instance's cell, once per node and process: :mod:`.nodes`) and
 the placement requests the configured strategy starts with
-(``GET /allocations/{server}`` and the compute node's traits). They run
+(``GET /allocations/{server}`` and the compute node's traits, unless the
+allocations give the node the generation of traits placement gave this
+process before: :mod:`~nova_image_traits.placement.known_traits`). They run
 in worker threads while nova reads the image from Glance, the block
 device mappings, the request spec and the quotas.
 :func:`decide` then builds the request from the values nova's rebuild holds
@@ -80,16 +82,19 @@ class Ahead:
             first = _FIRST_REQUESTS.get(opts.strategy, ())
             timeout = opts.decision_timeout
             grid = getattr(context, 'global_id', None)
+            allocations = None
             if 'allocations' in first:
-                self.client.prefetch(
-                    '/allocations/%s' % placement.quote(instance.uuid),
-                    '1.0', timeout, grid)
+                allocations = '/allocations/%s' % placement.quote(
+                    instance.uuid)
+                self.client.prefetch(allocations, '1.0', timeout, grid)
 
             def traits(uuid):
+                # NOTE(nova-image-traits): not sent when the allocations
+                # give the node the generation of traits placement gave
+                # before (placement.known_traits).
                 if 'node_traits' in first:
-                    self.client.prefetch(
-                        '/resource_providers/%s/traits'
-                        % placement.quote(uuid), '1.6', timeout, grid)
+                    self.client.prefetch_traits(uuid, timeout, grid,
+                                                allocations=allocations)
 
             def node():
                 found = nodes.compute_node(context, instance)

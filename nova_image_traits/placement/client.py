@@ -33,6 +33,7 @@ from keystoneauth1 import exceptions as ks_exc
 from oslo_log import log as logging
 
 from nova_image_traits import exception
+from nova_image_traits.placement import known_traits
 from nova_image_traits.placement import query
 from nova_image_traits.placement import session as placement_session
 from nova_image_traits.placement import workers
@@ -91,6 +92,8 @@ class PlacementClient:
         self._workers = workers.Workers(POOL_SIZE)
         # (version tuple, monotonic time negotiated), or None.
         self._version = None
+        #: The traits answers this client was given, by generation.
+        self.known_traits = known_traits.KnownTraits()
 
     @property
     def adapter(self):

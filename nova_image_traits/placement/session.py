@@ -28,12 +28,16 @@ class PlacementSession:
     """Placement requests made for one decision, counted and time-bounded.
 
     :ivar requests: the number of requests sent so far
+    :ivar known: the number of reads answered without a request, by a
+        traits answer whose generation placement confirmed
+        (:mod:`.known_traits`)
     """
 
     def __init__(self, client, timeout, max_url_length, version_ttl=None,
                  global_request_id=None, deadline=None):
         self.client = client
         self.requests = 0
+        self.known = 0
         self._deadline = time.monotonic() + timeout
         if deadline is not None:
             # NOTE(founders): a decision that began earlier (the pre-check
@@ -97,6 +101,9 @@ class PlacementSession:
             raise exception.PlacementMalformedResponse(url=url, why=_why(e))
         except ks_exc.ClientException as e:
             raise exception.PlacementError(why=_why(e))
+        if getattr(resp, 'known', False) is True:
+            self.requests -= 1
+            self.known += 1
         if (resp.status_code == 406 and version is not None and
                 not self._renegotiated):
             self._version_refused(url, version)

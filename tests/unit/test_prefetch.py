@@ -17,6 +17,7 @@ import time
 from keystoneauth1 import exceptions as ks_exc
 
 from nova_image_traits import exception
+from nova_image_traits.placement import known_traits
 from nova_image_traits.placement import prefetch
 from tests.unit import base
 
@@ -129,3 +130,99 @@ class PrefetchingClientTest(base.TestCase):
         # Anything else is past the deadline.
         self.assertRaises(exception.DecisionDeadlineExceeded, session.get,
                           '/traits', version='1.6')
+
+
+class _PlacementLike(_Client):
+    """Answers allocations and traits as placement shapes them."""
+
+    def __init__(self, generation, traits, **kwargs):
+        super().__init__(**kwargs)
+        self.generation = generation
+        self.traits = traits
+        self.known_traits = known_traits.KnownTraits()
+
+    def request(self, url, version, deadline, limit, global_request_id=None):
+        super().request(url, version, deadline, limit, global_request_id)
+        if url.startswith('/allocations/'):
+            return _Response({'allocations': {
+                'rp': {'generation': self.generation,
+                       'resources': {'VCPU': 1}}}})
+        return _Response({'traits': list(self.traits),
+                          'resource_provider_generation': self.generation})
+
+
+class PrefetchTraitsTest(base.TestCase):
+    """The node's traits are sent for only when its generation moved."""
+
+    def _decide(self, client, allocations='/allocations/a'):
+        ahead = prefetch.PrefetchingClient(client)
+        if allocations:
+            ahead.prefetch(allocations, '1.0', 60)
+        ahead.prefetch_traits('rp', 60, allocations=allocations)
+        session = ahead.start(60, 8000)
+        if allocations:
+            session.get(allocations, version='1.0')
+        body = session.get('/resource_providers/rp/traits', version='1.6')
+        return body['traits'], session
+
+    def _urls(self, client):
+        urls = [url for url, _v, _t in client.asked]
+        del client.asked[:]
+        return urls
+
+    def test_asked_once_while_the_generation_holds(self):
+        client = _PlacementLike(3, ['CUSTOM_GOLD'])
+        traits, session = self._decide(client)
+        self.assertEqual(['CUSTOM_GOLD'], traits)
+        self.assertEqual(['/allocations/a', '/resource_providers/rp/traits'],
+                         sorted(self._urls(client)))
+        self.assertEqual((2, 0), (session.requests, session.known))
+        traits, session = self._decide(client)
+        self.assertEqual(['CUSTOM_GOLD'], traits)
+        self.assertEqual(['/allocations/a'], self._urls(client))
+        # Read, not sent: counted apart.
+        self.assertEqual((1, 1), (session.requests, session.known))
+
+    def test_asked_again_when_the_generation_moved(self):
+        client = _PlacementLike(3, ['CUSTOM_GOLD'])
+        self._decide(client)
+        self._urls(client)
+        client.generation, client.traits = 4, []
+        traits, _session = self._decide(client)
+        self.assertEqual([], traits)
+        self.assertEqual(['/allocations/a', '/resource_providers/rp/traits'],
+                         self._urls(client))
+        # The new answer is the one kept.
+        traits, _session = self._decide(client)
+        self.assertEqual([], traits)
+        self.assertEqual(['/allocations/a'], self._urls(client))
+
+    def test_without_allocations_always_asked(self):
+        # root_traits and tree_traits read no allocations: no generation.
+        client = _PlacementLike(3, ['CUSTOM_GOLD'])
+        for _i in range(2):
+            self._decide(client, allocations=None)
+            self.assertEqual(['/resource_providers/rp/traits'],
+                             self._urls(client))
+
+    def test_failed_allocations_ask_the_traits(self):
+        client = _PlacementLike(3, ['CUSTOM_GOLD'])
+        self._decide(client)
+        self._urls(client)
+        client.fail = ks_exc.ConnectFailure('refused')
+        ahead = prefetch.PrefetchingClient(client)
+        ahead.prefetch('/allocations/a', '1.0', 60)
+        ahead.prefetch_traits('rp', 60, allocations='/allocations/a')
+        session = ahead.start(60, 8000)
+        self.assertRaises(exception.PlacementUnreachable, session.get,
+                          '/resource_providers/rp/traits', version='1.6')
+        self.assertIn('/resource_providers/rp/traits', self._urls(client))
+
+    def test_a_client_that_keeps_nothing_asks(self):
+        client = _Client()
+        ahead = prefetch.PrefetchingClient(client)
+        ahead.prefetch_traits('rp', 60, allocations=None)
+        session = ahead.start(60, 8000)
+        self.assertEqual(
+            {'url': '/resource_providers/rp/traits'},
+            session.get('/resource_providers/rp/traits', version='1.6'))

@@ -34,6 +34,8 @@ from nova_image_traits.api import nodes as nit_nodes
 from nova_image_traits.api import policy as api_policy
 from nova_image_traits.api import precheck
 from nova_image_traits.api import rebuild_wrapper
+from nova_image_traits.placement import client as placement_client
+from nova_image_traits.placement import prefetch
 from nova_image_traits import reasons
 from nova_image_traits.strategies import held_providers
 from tests.functional.nova import test_precheck
@@ -318,6 +320,44 @@ class PrecheckComputeNodeTest(test_precheck._PrecheckBase):
         self.assertEqual('ERROR', server['status'])
         self.assertIn("waiting for nova's database to name the compute node",
                       self.stdlog.logger.output)
+
+
+class PrecheckKnownTraitsTest(test_precheck._PrecheckBase):
+    """The node's traits are asked again only when its generation moved."""
+
+    def _sent(self):
+        """The GETs the pre-check's requests sent ahead sent to placement."""
+        sent = []
+        real = placement_client.PlacementClient.request
+
+        def request(client, url, *args, **kwargs):
+            if threading.current_thread().name == prefetch._WORKERS.name:
+                sent.append(url.split('/')[1])
+            return real(client, url, *args, **kwargs)
+        self.useFixture(fixtures.MockPatchObject(
+            placement_client.PlacementClient, 'request', request))
+        return sent
+
+    def test_traits_asked_again_only_when_the_generation_moved(self):
+        self.server = self.rebuild(self.server,
+                                   self.create_image(required=[GOLD]))
+        self.assertEqual('ACTIVE', self.server['status'])
+        sent = self._sent()
+        self.server = self.rebuild(self.server,
+                                   self.create_image(required=[GOLD]))
+        self.assertEqual('ACTIVE', self.server['status'])
+        # The allocations give the node the generation of the traits given
+        # before: one request.
+        self.assertEqual(['allocations'], sent)
+        image = self._read_back()[0]
+        # The operator takes the trait away: the generation moves, the
+        # traits are asked again, and the pre-check refuses.
+        del sent[:]
+        self.set_traits(self.root, [])
+        resp = self._rebuild_refused(self.create_image(required=[GOLD]))
+        self.assertEqual(400, resp.status_code)
+        self.assertEqual(['allocations', 'resource_providers'], sent)
+        self.assertEqual(image, self._read_back()[0])
 
 
 class PrecheckCompatTest(test_precheck._PrecheckBase):
