@@ -69,6 +69,9 @@ class Decision:
     :ivar unmet: the unmet requirements
     :ivar providers: resource providers consulted, in order
     :ivar requests: placement requests sent for this decision
+    :ivar known: placement reads answered without a request, by traits
+        whose generation placement had just confirmed
+        (:mod:`~nova_image_traits.placement.known_traits`)
     :ivar elapsed: seconds spent deciding
     :ivar cause: a short machine-readable cause of a refusal or an error
     :ivar transient: whether the error may pass by itself, so that the
@@ -95,6 +98,7 @@ class Decision:
     unmet: tuple = ()
     providers: tuple = ()
     requests: int = 0
+    known: int = 0
     elapsed: float = 0.0
     cause: ty.Optional[str] = None
     transient: bool = False

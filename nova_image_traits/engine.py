@@ -78,6 +78,7 @@ def decide(request, conf=None, client=None):
     finally:
         if 'session' in state:
             result.requests = state['session'].requests
+            result.known = getattr(state['session'], 'known', 0)
         result.elapsed = time.monotonic() - started
         result.log()
     return result

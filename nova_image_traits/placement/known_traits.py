@@ -12,24 +12,40 @@
 """Provider traits known at a provider generation.
 
 Placement increments a resource provider's generation whenever its traits
-change (``_set_traits``), as well as its inventory, its aggregates and the
-allocations against it, and calls the generation "a consistent view
-marker". ``GET /resource_providers/{uuid}/traits`` answers with the
-traits and the generation they are at; ``GET /allocations/{consumer}``
-answers with the current generation of every provider the consumer holds,
-read with the allocations.
+change (``_set_traits``), as well as its inventory and the allocations
+against it, and calls the generation "a consistent view marker".
+``GET /resource_providers/{uuid}/traits`` answers with the traits and the
+generation they are at; ``GET /allocations/{consumer}`` answers with the
+current generation of every provider the consumer holds, read with the
+allocations.
 
 So the traits placement gave at generation ``G`` are the provider's traits
 for as long as an answer of placement's says the provider is at ``G``.
+This rests on one more detail of placement's: its traits handler reads
+the provider (and its generation) before the traits, so a change between
+the two reads pairs new traits with the old generation, which the next
+allocations answer no longer names, and never old traits with the new
+one.
+
 :class:`KnownTraits` keeps, per placement client (one per process and
 ``[placement]`` settings), the last traits answer of each provider; the
-pre-check, which reads the server's allocations anyway, asks
-for a provider's traits again only when its generation moved
+pre-check, which reads the server's allocations anyway, asks for a
+provider's traits again only when its generation moved
 (:meth:`.prefetch.PrefetchingClient.prefetch_traits`). Nothing is trusted
 on age alone: an answer is used only when placement has just named its
-generation, and never after :data:`MAX_AGE` seconds, which bounds what a
-provider deleted and created again under the same UUID (its generation
-starts over) could be mistaken for.
+generation, and never :data:`MAX_AGE` seconds after it arrived. That
+bound, and forgetting a provider whose traits placement no longer finds
+(``404``), are what keep a provider deleted and created again under the
+same UUID (an ironic node enrolled again, a provider an operator
+deleted), whose generation starts over, from being answered with the old
+provider's traits: a heuristic, not a guarantee, for a provider created
+again and brought to the same generation within that time.
+
+The saving has a price when the generation moved: the traits are then
+asked only after the allocations answered, not beside them. Any change on
+the node moves it, an allocation included, so on a host where servers are
+created and deleted all the time the pre-check often waits for two
+requests in a row.
 """
 
 import collections
@@ -78,10 +94,14 @@ class KnownTraits:
         """Keep a traits answer of placement's; return ``response``.
 
         Only a ``200`` whose body names its traits and its generation is
-        kept; anything else is passed on untouched, for the decision to
-        read as it would have.
+        kept, and a ``404`` (no such provider) forgets what was kept; the
+        response is passed on untouched, for the decision to read as it
+        would have.
         """
         try:
+            if response.status_code == 404:
+                with self._lock:
+                    self._known.pop(rp_uuid, None)
             if response.status_code != 200:
                 return response
             body = response.json()
@@ -95,6 +115,11 @@ class KnownTraits:
                 isinstance(generation, bool)):
             return response
         with self._lock:
+            # NOTE(nova-image-traits): the last answer to arrive wins, even
+            # one of a lower generation (two decisions' answers crossing):
+            # that costs one request at most, while keeping the highest
+            # would be wrong for a provider created again, whose generation
+            # starts over.
             self._known[rp_uuid] = (generation, tuple(traits), self._clock())
             self._known.move_to_end(rp_uuid)
             while len(self._known) > self.size:

@@ -34,7 +34,7 @@ LOG_LINE = ('Rebuild image traits decision: outcome=%(outcome)s '
             'allowed=%(allowed)s strategy=%(strategy)s '
             'fallback=%(fallback)s instance=%(instance)s host=%(host)s '
             'node=%(node)s required=%(required)s missing=%(missing)s '
-            'providers=%(providers)s requests=%(requests)d '
+            'providers=%(providers)s requests=%(requests)d known=%(known)d '
             'elapsed_ms=%(elapsed_ms).1f cause=%(cause)s derived=%(derived)s '
             'requirements=%(requirements)s detail=%(detail)s')
 
@@ -61,6 +61,7 @@ def log_values(decision):
             'missing': ','.join(sorted(decision.missing)) or '-',
             'providers': ','.join(decision.providers) or '-',
             'requests': decision.requests,
+            'known': decision.known,
             'elapsed_ms': decision.elapsed * 1000.0,
             'cause': decision.cause or '-',
             'derived': decision.derived,

@@ -102,3 +102,18 @@ class HeldGenerationTest(base.TestCase):
                          _Response({'allocations': {
                              'rp': {'generation': False}}})):
             self.assertIsNone(known_traits.held_generation(response, 'rp'))
+
+
+class ForgetOnNotFoundTest(base.TestCase):
+
+    def test_a_404_forgets_the_provider(self):
+        known = known_traits.KnownTraits()
+        known.remember('rp', _traits(['A'], 1))
+        known.remember('other', _traits(['A'], 1))
+        gone = _Response({'errors': []}, status_code=404)
+        self.assertIs(gone, known.remember('rp', gone))
+        self.assertFalse(known.knows('rp'))
+        self.assertTrue(known.knows('other'))
+        # Any other failure keeps it.
+        known.remember('other', _Response({'errors': []}, status_code=503))
+        self.assertTrue(known.knows('other'))

@@ -140,15 +140,29 @@ class _PlacementLike(_Client):
         self.generation = generation
         self.traits = traits
         self.known_traits = known_traits.KnownTraits()
+        #: Set: the allocations wait for it.
+        self.hold_allocations = None
 
     def request(self, url, version, deadline, limit, global_request_id=None):
+        if url.startswith('/allocations/') and self.hold_allocations:
+            self.hold_allocations.wait()
         super().request(url, version, deadline, limit, global_request_id)
+        if self.traits is None:
+            return _NotFound()
         if url.startswith('/allocations/'):
             return _Response({'allocations': {
                 'rp': {'generation': self.generation,
                        'resources': {'VCPU': 1}}}})
         return _Response({'traits': list(self.traits),
                           'resource_provider_generation': self.generation})
+
+
+class _NotFound:
+    status_code = 404
+    reason = 'Not Found'
+
+    def json(self):
+        return {'errors': [{'detail': 'No resource provider'}]}
 
 
 class PrefetchTraitsTest(base.TestCase):
@@ -226,3 +240,70 @@ class PrefetchTraitsTest(base.TestCase):
         self.assertEqual(
             {'url': '/resource_providers/rp/traits'},
             session.get('/resource_providers/rp/traits', version='1.6'))
+
+    def test_kept_but_no_allocations_sent_ahead_asks(self):
+        # Every worker was busy for the allocations: no generation to
+        # compare with.
+        client = _PlacementLike(3, ['CUSTOM_GOLD'])
+        self._decide(client)
+        self._urls(client)
+        ahead = prefetch.PrefetchingClient(client)
+        ahead.prefetch_traits('rp', 60, allocations='/allocations/a')
+        session = ahead.start(60, 8000)
+        session.get('/resource_providers/rp/traits', version='1.6')
+        self.assertEqual(['/resource_providers/rp/traits'],
+                         self._urls(client))
+        self.assertEqual((1, 0), (session.requests, session.known))
+
+    def test_kept_answer_expired_meanwhile_asks(self):
+        now = [0.0]
+        client = _PlacementLike(3, ['CUSTOM_GOLD'])
+        client.known_traits = known_traits.KnownTraits(
+            max_age=10, clock=lambda: now[0])
+        self._decide(client)
+        self._urls(client)
+        # Kept when the traits were sent for; too old once the
+        # allocations answered.
+        client.hold_allocations = threading.Event()
+        ahead = prefetch.PrefetchingClient(client)
+        ahead.prefetch('/allocations/a', '1.0', 60)
+        ahead.prefetch_traits('rp', 60, allocations='/allocations/a')
+        now[0] = 11.0
+        client.hold_allocations.set()
+        session = ahead.start(60, 8000)
+        session.get('/resource_providers/rp/traits', version='1.6')
+        self.assertEqual(['/allocations/a', '/resource_providers/rp/traits'],
+                         self._urls(client))
+
+    def test_allocations_too_late_ask_the_traits(self):
+        client = _PlacementLike(3, ['CUSTOM_GOLD'])
+        self._decide(client)
+        self._urls(client)
+        client.hold_allocations = threading.Event()
+        self.addCleanup(client.hold_allocations.set)
+        ahead = prefetch.PrefetchingClient(client)
+        ahead.prefetch('/allocations/a', '1.0', 60)
+        ahead.prefetch_traits('rp', 0.05, allocations='/allocations/a')
+        session = ahead.start(60, 8000)
+        # Not answered from what was kept: the traits were sent for when
+        # the wait for the allocations ran out (this double answers after
+        # the deadline too; placement's client would not send it).
+        self.assertEqual(
+            ['CUSTOM_GOLD'],
+            session.get('/resource_providers/rp/traits',
+                        version='1.6')['traits'])
+        self.assertEqual((1, 0), (session.requests, session.known))
+        self.assertEqual(['/resource_providers/rp/traits'],
+                         self._urls(client))
+
+    def test_a_provider_placement_no_longer_finds_is_forgotten(self):
+        client = _PlacementLike(3, ['CUSTOM_GOLD'])
+        self._decide(client)
+        self.assertTrue(client.known_traits.knows('rp'))
+        client.traits = None
+        ahead = prefetch.PrefetchingClient(client)
+        ahead.prefetch_traits('rp', 60)
+        session = ahead.start(60, 8000)
+        self.assertRaises(exception.PlacementBadResponse, session.get,
+                          '/resource_providers/rp/traits', version='1.6')
+        self.assertFalse(client.known_traits.knows('rp'))

@@ -133,7 +133,7 @@ class LogLineTest(base.TestCase):
             'strategy=root_traits fallback=- instance=i-1 host=h1 node=n-1 '
             'required=COMPUTE_SECURITY_TPM_2_0,HW_CPU_X86_AVX2 '
             'missing=COMPUTE_SECURITY_TPM_2_0 providers=n-1 requests=2 '
-            'elapsed_ms=12.3 cause=traits-missing derived=judged '
+            'known=0 elapsed_ms=12.3 cause=traits-missing derived=judged '
             'requirements=HW_CPU_X86_AVX2<trait:HW_CPU_X86_AVX2|image>,'
             'COMPUTE_SECURITY_TPM_2_0<hw_tpm_version=2.0|ResourceRequest>,'
             'MEM_ENCRYPTION_CONTEXT:1<hw_mem_encryption=true> '

@@ -343,12 +343,21 @@ class PrecheckKnownTraitsTest(test_precheck._PrecheckBase):
                                    self.create_image(required=[GOLD]))
         self.assertEqual('ACTIVE', self.server['status'])
         sent = self._sent()
+        logged = len(self.stdlog.logger.output)
         self.server = self.rebuild(self.server,
                                    self.create_image(required=[GOLD]))
         self.assertEqual('ACTIVE', self.server['status'])
         # The allocations give the node the generation of the traits given
-        # before: one request.
+        # before: one request, and the traits read from the kept answer,
+        # as the pre-check's decision says (the hook's asks both).
         self.assertEqual(['allocations'], sent)
+        lines = [line for line in
+                 self.stdlog.logger.output[logged:].splitlines()
+                 if 'Rebuild image traits decision: outcome=accept' in line]
+        self.assertEqual([' requests=1 known=1 ', ' requests=2 known=0 '],
+                         sorted(line[line.index(' requests='):
+                                     line.index('elapsed_ms')]
+                                for line in lines))
         image = self._read_back()[0]
         # The operator takes the trait away: the generation moves, the
         # traits are asked again, and the pre-check refuses.
