@@ -22,7 +22,11 @@ the harness's in-process placement. Each round times
 time to the answer, not to the rebuilt server) twice: once decided by the
 pre-check, once by nova alone (the paste filter's mark is withheld, so
 ``API.rebuild`` runs unwrapped), in alternating order (A B, then B A), and
-one rebuild the pre-check refuses (``400``). Each accepted rebuild changes
+one rebuild decided by the pre-check after the compute node's provider
+generation moved (a trait of the node's changed since the last one, so
+the node's traits are asked again, after the allocations: what a busy
+host's rebuilds cost, :mod:`nova_image_traits.placement.known_traits`),
+and one rebuild the pre-check refuses (``400``). Each accepted rebuild changes
 the image to one that requires a trait the host has, so it is decided, and
 waits for the server to settle before the next. A round's ratio is its
 decided rebuild over nova's alone: the median of the rounds' ratios is
@@ -43,6 +47,9 @@ import time
 import unittest
 
 import fixtures
+
+#: A trait that comes and goes on the compute node, moving its generation.
+CHURN = 'CUSTOM_NIT_BENCH_CHURN'
 
 
 def prepare():
@@ -137,7 +144,10 @@ def _case(rounds, results):
                       for _i in range(2)]
             refused_image = self.create_image(
                 required=[test_precheck.ABSENT[0]])
-            nova, decided, refused, server_cpu = [], [], [], []
+            nova, decided, moved, refused, server_cpu = [], [], [], [], []
+
+            def image():
+                return images[(len(nova) + len(decided) + len(moved)) % 2]
             # A warm-up of each, not counted.
             self._accepted(images[0], False)
             self._accepted(images[1], True)
@@ -145,15 +155,22 @@ def _case(rounds, results):
                 for with_precheck in ((False, True) if i % 2 else
                                       (True, False)):
                     took = self._accepted(
-                        images[(len(nova) + len(decided)) % 2],
-                        with_precheck,
+                        image(), with_precheck,
                         server_cpu if with_precheck else None)
                     (decided if with_precheck else nova).append(took)
+                # The node's generation moves (an operator's trait comes or
+                # goes), as any change on a busy host moves it.
+                self.set_traits(self.root, [test_precheck.GOLD] + (
+                    [CHURN] if i % 2 == 0 else []))
+                moved.append(self._accepted(image(), True))
                 start = time.perf_counter()
                 resp = self._rebuild_refused(refused_image)
                 refused.append(time.perf_counter() - start)
                 self.assertEqual(400, resp.status_code)
             results.update(_summary(nova, decided, refused))
+            results['moved_ms'] = statistics.median(moved) * 1000.0
+            results['moved_ratio'] = statistics.median(
+                m / n for m, n in zip(moved, nova))
             results['placement_cpu_ms'] = (
                 statistics.median(server_cpu) * 1000.0)
             # What the rounds' ratios would be with placement's own

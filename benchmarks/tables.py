@@ -205,6 +205,9 @@ def precheck_rows(results):
         ['accepted (202), decided by the pre-check', rounds,
          _fmt(pre['accepted_with_ms']), _fmt(pre.get('ratio'), 2)],
         ['added by the pre-check', '-', _fmt(pre['added_ms']), '-'],
+        ["accepted (202), decided after the node's generation moved "
+         '(its traits asked again, after the allocations)', rounds,
+         _fmt(pre.get('moved_ms')), _fmt(pre.get('moved_ratio'), 2)],
         ['refused by the pre-check (400)', rounds,
          _fmt(pre['refused_ms']), _fmt(pre.get('refused_ratio'), 2)],
         ["of which placement's own server CPU, in nova-api's process here",
