@@ -75,6 +75,14 @@ class KnownTraitsTest(base.TestCase):
         self.assertIsNone(self.known.answer('rp', 1))
         self.assertFalse(self.known.knows('rp'))
 
+    def test_trait_names_are_shared_between_providers(self):
+        # Each provider's answer decodes into strings of its own; kept,
+        # they are one string per name, whatever the number of providers.
+        for rp in ('a', 'b'):
+            self.known.remember(rp, _traits([''.join(['CUSTOM_', 'GOLD'])], 1))
+        first, second = (self.known.answer(rp, 1)._traits for rp in 'ab')
+        self.assertIs(first[0], second[0])
+
     def test_the_least_recently_kept_go_first(self):
         for rp in ('a', 'b', 'c'):
             self.known.remember(rp, _traits([], 1))
