@@ -47,7 +47,8 @@ def run_ahead(func):
 class PrefetchingClient:
     """A :class:`~.client.PlacementClient` with answers sent for ahead.
 
-    :param client: the process's placement client
+    :param client: the process's placement client, whose ``known_traits``
+        keeps the traits answers (:mod:`.known_traits`)
     """
 
     def __init__(self, client):
@@ -93,9 +94,7 @@ class PrefetchingClient:
         :param allocations: the URL of the server's ``GET
             /allocations/{consumer}`` sent ahead (version 1.0), or None
         """
-        known = getattr(self._client, 'known_traits', None)
-        if known is None:
-            known = known_traits.KnownTraits(size=0)
+        known = self._client.known_traits
         url = '/resource_providers/%s/traits' % query.quote(rp_uuid)
         version = '1.6'
         deadline = time.monotonic() + timeout

@@ -39,6 +39,8 @@ class _Client:
         self.asked = []
         self.fail = fail
         self.hold = hold
+        # NOTE(founders): as a PlacementClient, with room for no answer.
+        self.known_traits = known_traits.KnownTraits(size=0)
 
     def request(self, url, version, deadline, limit, global_request_id=None):
         if self.hold is not None:
