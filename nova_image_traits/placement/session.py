@@ -27,7 +27,7 @@ _UNKNOWN_TRAITS = re.compile(r'No such trait\(s\): ([A-Z0-9_, ]+)')
 class PlacementSession:
     """Placement requests made for one decision, counted and time-bounded.
 
-    :ivar requests: the number of requests sent so far
+    :ivar requests: the number of requests asked so far, answered or not
     :ivar known: the number of reads answered without a request, by a
         traits answer whose generation placement confirmed
         (:mod:`.known_traits`)
@@ -81,7 +81,7 @@ class PlacementSession:
                 not self.client.answered(url, version)):
             raise exception.DecisionDeadlineExceeded(
                 limit=self._timeout, waiting='before its next request')
-        self.requests += 1
+        resp = None
         try:
             resp = self.client.request(url, version, self._deadline,
                                        self._timeout,
@@ -101,9 +101,13 @@ class PlacementSession:
             raise exception.PlacementMalformedResponse(url=url, why=_why(e))
         except ks_exc.ClientException as e:
             raise exception.PlacementError(why=_why(e))
-        if getattr(resp, 'known', False) is True:
-            self.requests -= 1
-            self.known += 1
+        finally:
+            # NOTE(founders): everything but a kept answer
+            # (known_traits.KnownAnswer) counts as asked, answered or not.
+            if getattr(resp, 'known', False) is True:
+                self.known += 1
+            else:
+                self.requests += 1
         if (resp.status_code == 406 and version is not None and
                 not self._renegotiated):
             self._version_refused(url, version)

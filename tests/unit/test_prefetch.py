@@ -114,6 +114,8 @@ class PrefetchingClientTest(base.TestCase):
         self.assertRaises(exception.DecisionDeadlineExceeded, session.get,
                           '/allocations/a', version='1.0')
         self.assertGreaterEqual(time.monotonic(), deadline)
+        # Asked ahead, never answered: counted as asked.
+        self.assertEqual((1, 0), (session.requests, session.known))
 
     def test_an_answer_that_arrived_is_read_after_the_deadline(self):
         # The decision's time went on nova's database: what placement
@@ -233,6 +235,8 @@ class PrefetchTraitsTest(base.TestCase):
         self.assertRaises(exception.PlacementUnreachable, session.get,
                           '/resource_providers/rp/traits', version='1.6')
         self.assertIn('/resource_providers/rp/traits', self._urls(client))
+        # A request that failed was asked: counted, and not as kept.
+        self.assertEqual((1, 0), (session.requests, session.known))
 
     def test_a_client_that_keeps_nothing_asks(self):
         client = _Client()
